@@ -1,0 +1,349 @@
+"""``ControllerContext``: the ZooKeeper-mode controller's in-memory view of the cluster.
+
+Rules:
+- Mirrors Kafka's ``kafka.controller.ControllerContext`` for the state the request batch reads
+  (it implements ``ControllerChannelContext``) and the mutators that set that state up; controller
+  metrics and the partition/replica state machines' maps are left out.
+- Brokers: ``set_live_brokers`` replaces both the live set and the epoch map; ``add_live_brokers``
+  adds to both. ``shutting_down_broker_ids`` is a separate mutable set: a shutting-down broker stays
+  "live or shutting down" but is no longer "live", and its replicas count as offline.
+- Broker order is insertion order: the order of the mapping given to ``set_live_brokers``, brokers
+  added later at the end. Like Kafka's set of brokers, two different ``Broker`` values with the same
+  id are two entries; ``update_broker_metadata`` swaps one for another.
+- Deletion has two steps: "queued" (``queue_topic_deletion``) drives the -2 sentinels, "started"
+  (``begin_topic_deletion``) drives deletion events on StopReplica responses.
+- Storage is plain dicts and sets with O(1) lookups; getters return the live collections through
+  read-only views (``MappingProxyType``, dict key views) and never copy them. Mutating the context
+  while iterating a view is the caller's problem, as with any dict.
+- Everything is picklable (the context ships to Spark executors); views are built per call and
+  never stored.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
+from types import MappingProxyType
+
+from .broker import Broker
+from .errors import IllegalStateError
+from .leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from .replica_assignment import ReplicaAssignment
+from .topic_partition import TopicPartition
+from .uuids import kafka_uuid_string
+
+__all__ = ["ControllerContext", "INITIAL_CONTROLLER_EPOCH", "INITIAL_CONTROLLER_EPOCH_ZK_VERSION"]
+
+INITIAL_CONTROLLER_EPOCH = 0
+INITIAL_CONTROLLER_EPOCH_ZK_VERSION = 0
+
+_NO_ASSIGNMENTS: Mapping[int, ReplicaAssignment] = MappingProxyType({})
+
+
+class ControllerContext:
+    """The controller's cluster state: brokers, topics, assignments, leadership and deletions."""
+
+    __slots__ = (
+        "shutting_down_broker_ids",
+        "epoch",
+        "epoch_zk_version",
+        "_live_brokers",
+        "_live_broker_epochs",
+        "_all_topics",
+        "_topic_ids",
+        "_topic_names",
+        "_partition_assignments",
+        "_partition_leadership_info",
+        "_replicas_on_offline_dirs",
+        "_topics_to_be_deleted",
+        "_topics_with_deletion_started",
+    )
+
+    def __init__(self) -> None:
+        self.shutting_down_broker_ids: set[int] = set()
+        self.epoch: int = INITIAL_CONTROLLER_EPOCH
+        self.epoch_zk_version: int = INITIAL_CONTROLLER_EPOCH_ZK_VERSION
+        # A dict used as an insertion-ordered set of brokers.
+        self._live_brokers: dict[Broker, None] = {}
+        self._live_broker_epochs: dict[int, int] = {}
+        self._all_topics: set[str] = set()
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._topic_names: dict[uuid.UUID, str] = {}
+        # topic -> partition -> assignment, so per-topic queries need not scan every partition.
+        self._partition_assignments: dict[str, dict[int, ReplicaAssignment]] = {}
+        self._partition_leadership_info: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        self._replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
+        self._topics_to_be_deleted: set[str] = set()
+        self._topics_with_deletion_started: set[str] = set()
+
+    # ---------------------------------------------------------------- brokers
+
+    def set_live_brokers(self, broker_and_epochs: Mapping[Broker, int]) -> None:
+        """Replace the live brokers and their epochs with ``broker_and_epochs``, in its order."""
+        self._live_brokers.clear()
+        self._live_broker_epochs.clear()
+        self.add_live_brokers(broker_and_epochs)
+
+    def add_live_brokers(self, broker_and_epochs: Mapping[Broker, int]) -> None:
+        """Add brokers (after the existing ones) and record their epochs."""
+        for broker, broker_epoch in broker_and_epochs.items():
+            self._live_brokers[broker] = None
+            self._live_broker_epochs[broker.id] = broker_epoch
+
+    def remove_live_brokers(self, broker_ids: Iterable[int]) -> None:
+        """Forget the given broker ids: their ``Broker`` entries and their epochs."""
+        ids = set(broker_ids)
+        for broker in [broker for broker in self._live_brokers if broker.id in ids]:
+            del self._live_brokers[broker]
+        for broker_id in ids:
+            self._live_broker_epochs.pop(broker_id, None)
+
+    def update_broker_metadata(self, old_metadata: Broker, new_metadata: Broker) -> None:
+        """Swap a broker's registration (endpoints or rack changed); the epoch is untouched."""
+        self._live_brokers.pop(old_metadata, None)
+        self._live_brokers[new_metadata] = None
+
+    @property
+    def live_or_shutting_down_broker_ids(self) -> AbstractSet[int]:
+        return self._live_broker_epochs.keys()
+
+    @property
+    def live_or_shutting_down_brokers(self) -> AbstractSet[Broker]:
+        return self._live_brokers.keys()
+
+    @property
+    def live_broker_id_and_epochs(self) -> Mapping[int, int]:
+        return MappingProxyType(self._live_broker_epochs)
+
+    @property
+    def live_broker_ids(self) -> AbstractSet[int]:
+        """Live brokers that are not shutting down (a new set: at most a few hundred ids)."""
+        return self._live_broker_epochs.keys() - self.shutting_down_broker_ids
+
+    def live_or_shutting_down_broker(self, broker_id: int) -> Broker | None:
+        """The first registered ``Broker`` with ``broker_id``, if any."""
+        for broker in self._live_brokers:
+            if broker.id == broker_id:
+                return broker
+        return None
+
+    def is_replica_online(
+        self, broker_id: int, partition: TopicPartition, include_shutting_down_brokers: bool = False
+    ) -> bool:
+        """Whether the replica of ``partition`` on ``broker_id`` can serve.
+
+        The broker must be registered and, unless ``include_shutting_down_brokers``, not shutting
+        down; and ``partition`` must not sit on one of the broker's offline log directories.
+        """
+        if broker_id not in self._live_broker_epochs:
+            return False
+        if not include_shutting_down_brokers and broker_id in self.shutting_down_broker_ids:
+            return False
+        offline = self._replicas_on_offline_dirs.get(broker_id)
+        return offline is None or partition not in offline
+
+    # ------------------------------------------------------ offline log dirs
+
+    def add_replicas_on_offline_dirs(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
+        """Record that ``broker_id`` reported these partitions on an offline log directory."""
+        self._replicas_on_offline_dirs.setdefault(broker_id, set()).update(partitions)
+
+    def remove_replicas_on_offline_dirs(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
+        """Record that these partitions on ``broker_id`` are back online."""
+        offline = self._replicas_on_offline_dirs.get(broker_id)
+        if offline is not None:
+            offline.difference_update(partitions)
+
+    @property
+    def replicas_on_offline_dirs(self) -> Mapping[int, AbstractSet[TopicPartition]]:
+        return MappingProxyType(self._replicas_on_offline_dirs)
+
+    # ----------------------------------------------------------------- topics
+
+    @property
+    def all_topics(self) -> AbstractSet[str]:
+        return self._all_topics
+
+    def set_all_topics(self, topics: Iterable[str]) -> None:
+        """Replace the topic set. Ids, assignments and leadership are left alone, as in Kafka."""
+        self._all_topics.clear()
+        self._all_topics.update(topics)
+
+    def add_topic_id(self, topic: str, topic_id: uuid.UUID) -> None:
+        """Bind ``topic`` to ``topic_id``; both directions must agree with what is already bound."""
+        if topic not in self._all_topics:
+            raise IllegalStateError(f"topic {topic} is not contained in all topics.")
+        existing_id = self._topic_ids.get(topic)
+        if existing_id is not None and existing_id != topic_id:
+            raise IllegalStateError(
+                f"topic ID map already contained ID for topic {topic} and new ID "
+                f"{kafka_uuid_string(topic_id)} did not match existing ID {kafka_uuid_string(existing_id)}"
+            )
+        existing_name = self._topic_names.get(topic_id)
+        if existing_name is not None and existing_name != topic:
+            raise IllegalStateError(
+                f"topic name map already contained ID {kafka_uuid_string(topic_id)} and new name "
+                f"{topic} did not match existing name {existing_name}"
+            )
+        self._topic_ids[topic] = topic_id
+        self._topic_names[topic_id] = topic
+
+    @property
+    def topic_ids(self) -> Mapping[str, uuid.UUID]:
+        return MappingProxyType(self._topic_ids)
+
+    @property
+    def topic_names(self) -> Mapping[uuid.UUID, str]:
+        return MappingProxyType(self._topic_names)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self._topic_names.get(topic_id)
+
+    def remove_topic(self, topic: str) -> None:
+        """Forget a deleted topic: deletion marks, id, assignments and its partitions' leadership."""
+        self._topics_to_be_deleted.discard(topic)
+        self._topics_with_deletion_started.discard(topic)
+        self._all_topics.discard(topic)
+        topic_id = self._topic_ids.pop(topic, None)
+        if topic_id is not None:
+            self._topic_names.pop(topic_id, None)
+        assignments = self._partition_assignments.pop(topic, None)
+        if assignments is not None:
+            for partition in assignments:
+                self._partition_leadership_info.pop(TopicPartition(topic, partition), None)
+
+    # ------------------------------------------------------------ assignments
+
+    def update_partition_full_replica_assignment(
+        self, partition: TopicPartition, assignment: ReplicaAssignment
+    ) -> None:
+        self._partition_assignments.setdefault(partition.topic, {})[partition.partition] = assignment
+
+    def partition_full_replica_assignment(self, partition: TopicPartition) -> ReplicaAssignment:
+        """The assignment of ``partition``, or ``ReplicaAssignment.EMPTY`` when unknown."""
+        assignment = self._assignment(partition)
+        return ReplicaAssignment.EMPTY if assignment is None else assignment
+
+    def partition_replica_assignment(self, partition: TopicPartition) -> tuple[int, ...]:
+        """The full replica list of ``partition``; empty when unknown."""
+        assignment = self._assignment(partition)
+        return () if assignment is None else assignment.replicas
+
+    def _assignment(self, partition: TopicPartition) -> ReplicaAssignment | None:
+        return self._partition_assignments.get(partition.topic, _NO_ASSIGNMENTS).get(partition.partition)
+
+    def partition_replica_assignment_for_topic(self, topic: str) -> dict[TopicPartition, tuple[int, ...]]:
+        return {
+            TopicPartition(topic, partition): assignment.replicas
+            for partition, assignment in self._partition_assignments.get(topic, _NO_ASSIGNMENTS).items()
+        }
+
+    def partition_full_replica_assignment_for_topic(
+        self, topic: str
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        return {
+            TopicPartition(topic, partition): assignment
+            for partition, assignment in self._partition_assignments.get(topic, _NO_ASSIGNMENTS).items()
+        }
+
+    def partitions_for_topic(self, topic: str) -> set[TopicPartition]:
+        return {TopicPartition(topic, partition) for partition in self._partition_assignments.get(topic, ())}
+
+    @property
+    def all_partitions(self) -> set[TopicPartition]:
+        """Every partition with an assignment (built on each call)."""
+        return {
+            TopicPartition(topic, partition)
+            for topic, assignments in self._partition_assignments.items()
+            for partition in assignments
+        }
+
+    def partitions_on_broker(self, broker_id: int) -> set[TopicPartition]:
+        """Partitions with a replica assigned to ``broker_id`` (a full scan)."""
+        return {
+            TopicPartition(topic, partition)
+            for topic, assignments in self._partition_assignments.items()
+            for partition, assignment in assignments.items()
+            if broker_id in assignment.replicas
+        }
+
+    # ------------------------------------------------------------- leadership
+
+    def put_partition_leadership_info(
+        self, partition: TopicPartition, leader_isr_and_controller_epoch: LeaderIsrAndControllerEpoch
+    ) -> None:
+        self._partition_leadership_info[partition] = leader_isr_and_controller_epoch
+
+    def partition_leadership_info(self, partition: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+        return self._partition_leadership_info.get(partition)
+
+    def partition_leader_and_isr(self, partition: TopicPartition) -> LeaderAndIsr | None:
+        info = self._partition_leadership_info.get(partition)
+        return None if info is None else info.leader_and_isr
+
+    @property
+    def partitions_leadership_info(self) -> Mapping[TopicPartition, LeaderIsrAndControllerEpoch]:
+        return MappingProxyType(self._partition_leadership_info)
+
+    @property
+    def partitions_with_leaders(self) -> set[TopicPartition]:
+        """Partitions with cached leadership whose topic is not queued for deletion."""
+        queued = self._topics_to_be_deleted
+        return {tp for tp in self._partition_leadership_info if tp.topic not in queued}
+
+    @property
+    def partition_with_leaders_count(self) -> int:
+        return len(self._partition_leadership_info)
+
+    def clear_partition_leadership_info(self) -> None:
+        self._partition_leadership_info.clear()
+
+    def leader_epoch(self, partition: TopicPartition) -> int:
+        """-2 if the topic is queued for deletion (overriding any real epoch), else the cached epoch, else -1."""
+        if partition.topic in self._topics_to_be_deleted:
+            return LeaderAndIsr.EPOCH_DURING_DELETE
+        info = self._partition_leadership_info.get(partition)
+        return LeaderAndIsr.NO_EPOCH if info is None else info.leader_and_isr.leader_epoch
+
+    # --------------------------------------------------------- topic deletion
+
+    def queue_topic_deletion(self, topics: Iterable[str]) -> None:
+        """Mark topics as queued for deletion; queuing twice is harmless."""
+        self._topics_to_be_deleted.update(topics)
+
+    def begin_topic_deletion(self, topics: Iterable[str]) -> None:
+        """Mark topics whose deletion has actually started."""
+        self._topics_with_deletion_started.update(topics)
+
+    def is_topic_queued_up_for_deletion(self, topic: str) -> bool:
+        return topic in self._topics_to_be_deleted
+
+    def is_topic_deletion_in_progress(self, topic: str) -> bool:
+        return topic in self._topics_with_deletion_started
+
+    @property
+    def topics_queued_for_deletion(self) -> AbstractSet[str]:
+        return self._topics_to_be_deleted
+
+    @property
+    def topics_with_deletion_started(self) -> AbstractSet[str]:
+        return self._topics_with_deletion_started
+
+    # ------------------------------------------------------------------ reset
+
+    def reset_context(self) -> None:
+        """Forget everything, as a controller does when it resigns."""
+        self._topics_to_be_deleted.clear()
+        self._topics_with_deletion_started.clear()
+        self.shutting_down_broker_ids.clear()
+        self.epoch = INITIAL_CONTROLLER_EPOCH
+        self.epoch_zk_version = INITIAL_CONTROLLER_EPOCH_ZK_VERSION
+        self._all_topics.clear()
+        self._topic_ids.clear()
+        self._topic_names.clear()
+        self._partition_assignments.clear()
+        self._partition_leadership_info.clear()
+        self._replicas_on_offline_dirs.clear()
+        self._live_brokers.clear()
+        self._live_broker_epochs.clear()

@@ -1,0 +1,27 @@
+"""The (topic, partition) key that every controller structure is indexed by.
+
+Rules:
+- Frozen, hashable and ordered by (topic, partition), like Kafka's ``TopicPartition``.
+- ``str()`` is Kafka's ``toString``: ``"<topic>-<partition>"``.
+- The hash is cached on first use because hot paths look the same key up many times; attrs
+  leaves the cached hash out of the pickled state, so a pickle moved to another process
+  (whose string hashes differ) recomputes it.
+- No validation: a context holds hundreds of thousands of these and Kafka checks nothing either.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["TopicPartition"]
+
+
+@attrs.frozen(order=True, cache_hash=True)
+class TopicPartition:
+    """One partition of one topic."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"

@@ -1,0 +1,309 @@
+"""Generates the encoder of one (message, version): Kafka's MessageDataGenerator, write side.
+
+Rules (kafka-wire-format.md §2-3): fields in spec order; a field outside its versions is not
+written, and a non-default value there raises UnsupportedVersionError unless it is ignorable;
+flexible versions use compact lengths and end every struct with a tagged section (known tags
+written only when not default, merged with unknown tags, ascending). Consecutive fixed-width
+fields, int arrays and strings are fused into one struct.pack whose format is cached by the
+run's lengths: that is where the speed comes from. The `checked` flavour writes field by field
+and records the path, and runs only to explain a failure of the fast one.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from . import wire
+from .emit import Source
+from .errors import EncodeError, UnsupportedVersionError
+from .spec import FIXED, FieldSpec, MessageSpec, StructSpec, camel_case
+
+_NUMERIC_ELEMS = {k: v[0] for k, v in FIXED.items() if k != "uuid"}
+
+
+class EncoderGen:
+    def __init__(self, spec: MessageSpec, version: int, checked: bool) -> None:
+        self.spec = spec
+        self.v = version
+        self.flexible = version in spec.flexible_versions
+        self.checked = checked
+        self.src = Source()
+        ns = self.src.namespace
+        ns.update(
+            _uv=wire.uvarint, _UVT=wire._UV_TABLE, _wtags=wire.write_tags, _astruct=wire.array_struct,
+            EncodeError=EncodeError, UnsupportedVersionError=UnsupportedVersionError,
+        )
+
+    # -- entry
+    def build(self) -> str:
+        s = self.src
+        s("def encode(o):")
+        with s.indent():
+            s("out = []")
+            s("ap = out.append")
+            if self.checked:
+                s("global _at")
+            self.struct_body(self.spec.struct, "o", self.spec.name)
+            s("return b''.join(out)")
+        if self.checked:
+            s.namespace["_at"] = ""
+        return s.text()
+
+    def path(self, prefix: str, name: str) -> str:
+        return f"{prefix}.{name}" if prefix else name
+
+    def at(self, where: str) -> None:
+        if self.checked:
+            self.src(f"_at = {where}")
+
+    # -- structs
+    def struct_body(self, st: StructSpec, o: str, where: str) -> None:
+        """where: a Python expression text (f-string body) naming the struct for errors."""
+        s = self.src
+        v = self.v
+        positional: list[FieldSpec] = []
+        tagged: list[FieldSpec] = []
+        for f in st.fields:
+            if v in f.tagged_versions:
+                tagged.append(f)
+            elif v in f.versions:
+                positional.append(f)
+            elif not f.ignorable:
+                self.absent_check(f, o)
+        if not self.checked:
+            self.fused(positional, o, where)
+        else:
+            for f in positional:
+                self.at(f"f'{where}.{f.name}'" if "{" in where else repr(f"{where}.{f.name}"))
+                self.value(f, f"{o}.{f.attr}", where)
+        if self.flexible:
+            self.tag_section(tagged, o, where)
+        else:
+            s(f"if {o}.unknown_tagged_fields:")
+            with s.indent():
+                msg = f"Tagged fields were set, but version {v} of this message does not support them."
+                s(f"raise UnsupportedVersionError({msg!r})")
+
+    def absent_check(self, f: FieldSpec, o: str) -> None:
+        s = self.src
+        if f.struct is not None and not f.is_array:
+            test = f"{o}.{f.attr} != type({o}.{f.attr})()" if f.default != "null" else f"{o}.{f.attr} is not None"
+        else:
+            d = s.const(f.default_value(), "_d")
+            test = f"{o}.{f.attr} != {d}"
+        s(f"if {test}:")
+        with s.indent():
+            msg = f"Attempted to write a non-default {camel_case(f.name)} at version {self.v}"
+            s(f"raise UnsupportedVersionError({msg!r})")
+
+    def tag_section(self, tagged: list[FieldSpec], o: str, where: str) -> None:
+        s = self.src
+        if not tagged:
+            s(f"if {o}.unknown_tagged_fields:")
+            with s.indent():
+                s(f"_wtags(ap, [], {o}.unknown_tagged_fields)")
+            s("else:")
+            with s.indent():
+                s("ap(b'\\x00')")
+            return
+        kt = s.fresh("kt")
+        s(f"{kt} = []")
+        for f in sorted(tagged, key=lambda f: f.tag or 0):
+            val = f"{o}.{f.attr}"
+            if f.struct is not None and not f.is_array and f.default != "null":
+                test = f"{val} != type({val})()"
+            else:
+                test = f"{val} != {s.const(f.default_value(), '_d')}"
+            s(f"if {test}:")
+            with s.indent():
+                self.at(repr(f"{where}.{f.name}") if "{" not in where else f"f'{where}.{f.name}'")
+                sub = s.fresh("tb")
+                s(f"{sub} = []")
+                s(f"_ap_outer = ap; ap = {sub}.append")
+                self.value(f, val, where)
+                s("ap = _ap_outer")
+                s(f"{kt}.append(({f.tag}, b''.join({sub})))")
+        s(f"if {kt} or {o}.unknown_tagged_fields:")
+        with s.indent():
+            s(f"_wtags(ap, {kt}, {o}.unknown_tagged_fields)")
+        s("else:")
+        with s.indent():
+            s("ap(b'\\x00')")
+
+    # -- fused runs (fast flavour)
+    def fusable(self, f: FieldSpec) -> bool:
+        v = self.v
+        if v in f.nullable_versions:
+            return False
+        e = f.element_type
+        if f.is_array:
+            return e in _NUMERIC_ELEMS
+        return e in FIXED or (e == "string")
+
+    def fused(self, fields: list[FieldSpec], o: str, where: str) -> None:
+        run: list[FieldSpec] = []
+        for f in fields:
+            if self.fusable(f):
+                run.append(f)
+                continue
+            self.flush(run, o, where)
+            run = []
+            self.value(f, f"{o}.{f.attr}", where)
+        self.flush(run, o, where)
+
+    def str_flexible(self, f: FieldSpec) -> bool:
+        if f.flexible_versions is not None:
+            return self.v in f.flexible_versions
+        return self.flexible
+
+    def flush(self, run: list[FieldSpec], o: str, where: str) -> None:
+        if not run:
+            return
+        s = self.src
+        template: list[Any] = []
+        args: list[str] = []
+        dyn: list[tuple[str, bool]] = []  # (length var, compact)
+        for f in run:
+            val = f"{o}.{f.attr}"
+            e = f.element_type
+            if f.is_array:
+                a, n = s.fresh("a"), s.fresh("n")
+                s(f"{a} = {val}")
+                s(f"{n} = len({a})")
+                compact = self.flexible
+                template.append(("a", _NUMERIC_ELEMS[e], "B" if compact else "i"))
+                args.append(f"{n} + 1" if compact else n)
+                args.append(f"*{a}")
+                dyn.append((n, compact))
+            elif e == "string":
+                b, n = s.fresh("b"), s.fresh("n")
+                s(f"{b} = {val}.encode('utf-8')")
+                s(f"{n} = len({b})")
+                s(f"if {n} > 0x7fff:")
+                with s.indent():
+                    s(f"raise EncodeError({repr(chr(39) + camel_case(f.name) + chr(39) + ' field is too long to be serialized')})")
+                compact = self.str_flexible(f)
+                template.append(("s", "s", "B" if compact else "h"))
+                args.append(f"{n} + 1" if compact else n)
+                args.append(b)
+                dyn.append((n, compact))
+            elif e == "uuid":
+                template.append("16s")
+                args.append(f"{val}.bytes")
+            else:
+                template.append(FIXED[e][0])
+                args.append(val)
+        if not dyn:
+            st = s.const(struct.Struct(">" + "".join(template)), "_S")
+            s(f"ap({st}.pack({', '.join(args)}))")
+            return
+        cache = s.const({}, "_C")
+        make = s.const(wire.run_struct_maker(tuple(template)), "_M")
+        key = dyn[0][0] if len(dyn) == 1 else "(" + ", ".join(n for n, _ in dyn) + ")"
+        guards = [f"{n} < 127" for n, compact in dyn if compact]
+        if guards:
+            s(f"if {' and '.join(guards)}:")
+            s.depth += 1
+        k = s.fresh("k")
+        st = s.fresh("st")
+        s(f"{k} = {key}")
+        s(f"{st} = {cache}.get({k})")
+        s(f"if {st} is None:")
+        with s.indent():
+            s(f"{st} = {make}({cache}, {k})")
+        s(f"ap({st}.pack({', '.join(args)}))")
+        if guards:
+            s.depth -= 1
+            s("else:")
+            with s.indent():
+                for f in run:
+                    self.value(f, f"{o}.{f.attr}", where)
+
+    # -- single values (plain, used by both flavours)
+    def value(self, f: FieldSpec, val: str, where: str) -> None:
+        s = self.src
+        v = self.v
+        nullable = v in f.nullable_versions
+        e = f.element_type
+        if f.is_array:
+            a = s.fresh("a")
+            s(f"{a} = {val}")
+            s(f"if {a} is None:")
+            with s.indent():
+                if nullable:
+                    s("ap(b'\\x00')" if self.flexible else "ap(b'\\xff\\xff\\xff\\xff')")
+                else:
+                    s(f"raise EncodeError({('non-nullable field ' + camel_case(f.name) + ' was null')!r})")
+            s("else:")
+            with s.indent():
+                s(f"ap(_uv(len({a}) + 1))" if self.flexible else f"ap({s.const(struct.Struct('>i'), '_S')}.pack(len({a})))")
+                if e in _NUMERIC_ELEMS:
+                    s(f"ap(_astruct({_NUMERIC_ELEMS[e]!r}, len({a})).pack(*{a}))")
+                else:
+                    el = s.fresh("e")
+                    i = s.fresh("i")
+                    s(f"for {i}, {el} in enumerate({a}):" if self.checked else f"for {el} in {a}:")
+                    with s.indent():
+                        sub_where = f"{where}.{f.name}[{{{i}}}]"
+                        if f.struct is not None:
+                            self.struct_body(f.struct, el, sub_where)
+                        else:
+                            self.scalar(f, e, el, nullable=False)
+            return
+        if f.struct is not None:
+            if nullable:
+                s(f"if {val} is None:")
+                with s.indent():
+                    s("ap(b'\\xff')")
+                s("else:")
+                s.depth += 1
+                s("ap(b'\\x01')")
+            self.struct_body(f.struct, val, f"{where}.{f.name}")
+            if nullable:
+                s.depth -= 1
+            return
+        self.scalar(f, e, val, nullable)
+
+    def scalar(self, f: FieldSpec, e: str, val: str, nullable: bool) -> None:
+        s = self.src
+        if e in FIXED:
+            if e == "uuid":
+                s(f"ap({val}.bytes)")
+            else:
+                st = s.const(struct.Struct(">" + FIXED[e][0]), "_S")
+                s(f"ap({st}.pack({val}))")
+            return
+        compact = self.str_flexible(f) if e == "string" else self.flexible
+        b = s.fresh("b")
+        s(f"if {val} is None:")
+        with s.indent():
+            if nullable:
+                if compact:
+                    s("ap(b'\\x00')")
+                else:
+                    s("ap(b'\\xff\\xff')" if e == "string" else "ap(b'\\xff\\xff\\xff\\xff')")
+            else:
+                s(f"raise EncodeError({('non-nullable field ' + camel_case(f.name) + ' was null')!r})")
+        s("else:")
+        with s.indent():
+            if e == "string":
+                s(f"{b} = {val}.encode('utf-8')")
+                s(f"if len({b}) > 0x7fff:")
+                with s.indent():
+                    s(f"raise EncodeError({repr(chr(39) + camel_case(f.name) + chr(39) + ' field is too long to be serialized')})")
+                lenfmt = ">h"
+            else:
+                s(f"{b} = bytes({val})")
+                lenfmt = ">i"
+            if compact:
+                s(f"ap(_uv(len({b}) + 1))")
+            else:
+                s(f"ap({s.const(struct.Struct(lenfmt), '_S')}.pack(len({b})))")
+            s(f"ap({b})")
+
+
+def encoder_source(spec: MessageSpec, version: int, checked: bool = False) -> tuple[str, dict[str, Any]]:
+    g = EncoderGen(spec, version, checked)
+    text = g.build()
+    return text, g.src.namespace

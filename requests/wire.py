@@ -1,0 +1,118 @@
+"""Run-time helpers that generated codecs call: varints, tagged sections, cached formats.
+
+Rules: pure functions over bytes; no state but bounded format caches. Varints follow
+ByteUtils.java: an unsigned varint is at most 5 bytes and is read as a Java int (values of
+2**31 and above wrap negative, as in Kafka, so a length prefix there means null).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from .errors import DecodeError, EncodeError
+
+# Varint bytes for small values, so the common case is a list index.
+_UV_TABLE: list[bytes] = []
+
+
+def _uvarint_slow(n: int) -> bytes:
+    if n < 0:
+        n &= 0xFFFFFFFF
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_UV_TABLE = [_uvarint_slow(i) for i in range(1 << 14)]
+
+
+def uvarint(n: int) -> bytes:
+    """Unsigned varint bytes of n (0 <= n < 2**32)."""
+    if 0 <= n < 16384:
+        return _UV_TABLE[n]
+    if n >= 1 << 32:
+        raise EncodeError(f"unsigned varint value {n} does not fit in 32 bits")
+    return _uvarint_slow(n)
+
+
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Read an unsigned varint at pos: (value as a Java int, next position)."""
+    value = 0
+    shift = 0
+    end = len(buf)
+    for i in range(5):
+        if pos >= end:
+            raise DecodeError("the buffer ends inside a varint", offset=pos)
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (value - (1 << 32) if value >= 1 << 31 else value), pos
+        shift += 7
+    raise DecodeError(
+        "Varint is too long, the most significant bit in the 5th byte is set, "
+        f"converted value: {value:x}",
+        offset=pos - 1,
+    )
+
+
+# struct.Struct caches: element format -> count -> Struct. Bounded by clearing.
+_ARRAY_CACHE: dict[tuple[str, int], struct.Struct] = {}
+_RUN_CACHE_LIMIT = 4096
+
+
+def array_struct(elem: str, n: int) -> struct.Struct:
+    """A Struct for n big-endian elements of format elem, cached."""
+    key = (elem, n)
+    s = _ARRAY_CACHE.get(key)
+    if s is None:
+        if len(_ARRAY_CACHE) > _RUN_CACHE_LIMIT:
+            _ARRAY_CACHE.clear()
+        s = _ARRAY_CACHE[key] = struct.Struct(">%d%s" % (n, elem))
+    return s
+
+
+def run_struct_maker(template: tuple[object, ...]) -> Callable[[dict[object, struct.Struct], object], struct.Struct]:
+    """For a fused run whose pieces are format text or ("a"|"s", elem, lenfmt) dynamic pieces,
+    return make(cache, key) building the Struct for the run's dynamic lengths `key`."""
+
+    def make(cache: dict[object, struct.Struct], key: object) -> struct.Struct:
+        ks = key if isinstance(key, tuple) else (key,)
+        parts = [">"]
+        j = 0
+        for piece in template:
+            if isinstance(piece, str):
+                parts.append(piece)
+            else:
+                kind, elem, lenfmt = piece  # type: ignore[misc]
+                n = ks[j]
+                j += 1
+                parts.append(lenfmt)
+                parts.append("%d%s" % (n, elem))
+        if len(cache) > _RUN_CACHE_LIMIT:
+            cache.clear()
+        s = cache[key] = struct.Struct("".join(parts))
+        return s
+
+    return make
+
+
+def write_tags(ap: Callable[[bytes], object], known: list[tuple[int, bytes]], unknown: tuple[tuple[int, bytes], ...]) -> None:
+    """Write a tagged-field section: known (already ascending) merged with raw unknown tags."""
+    fields = known
+    if unknown:
+        fields = sorted(list(known) + [(int(t), bytes(v)) for t, v in unknown])
+        for a, b in zip(fields, fields[1:], strict=False):
+            if a[0] == b[0]:
+                raise EncodeError(f"tagged field {a[0]} is set twice")
+    ap(uvarint(len(fields)))
+    for tag, value in fields:
+        if tag < 0:
+            raise EncodeError(f"tag {tag} is negative")
+        ap(uvarint(tag))
+        ap(uvarint(len(value)))
+        ap(value)
