@@ -8,6 +8,7 @@ Rules:
 - ``during_delete(isr)`` is a *fresh* value with leader -2, leader epoch 0, partition epoch 0 and
   RECOVERED: Kafka builds it from the short constructor, not from the partition's real epochs.
 - The ``new_*`` helpers mirror Kafka's: each bumps the leader epoch by one and keeps the partition epoch.
+- Values pickle as their constructor arguments: a context ships one per partition.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ class LeaderAndIsr:
     leader_recovery_state: LeaderRecoveryState = attrs.field(
         default=LeaderRecoveryState.RECOVERED, converter=LeaderRecoveryState
     )
+
+    def __reduce__(self) -> tuple[type[LeaderAndIsr], tuple[int, tuple[int, ...], int, int, int]]:
+        return (
+            LeaderAndIsr,
+            (self.leader, self.isr, self.leader_epoch, self.partition_epoch, int(self.leader_recovery_state)),
+        )
 
     @classmethod
     def during_delete(cls, isr: Iterable[int]) -> LeaderAndIsr:
@@ -105,3 +112,6 @@ class LeaderIsrAndControllerEpoch:
 
     leader_and_isr: LeaderAndIsr
     controller_epoch: int
+
+    def __reduce__(self) -> tuple[type[LeaderIsrAndControllerEpoch], tuple[LeaderAndIsr, int]]:
+        return (LeaderIsrAndControllerEpoch, (self.leader_and_isr, self.controller_epoch))

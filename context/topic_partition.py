@@ -6,6 +6,7 @@ Rules:
 - The hash is cached on first use because hot paths look the same key up many times; attrs
   leaves the cached hash out of the pickled state, so a pickle moved to another process
   (whose string hashes differ) recomputes it.
+- Pickles as its constructor arguments (compact when a context holding 200,000 of them ships).
 - No validation: a context holds hundreds of thousands of these and Kafka checks nothing either.
 """
 
@@ -25,3 +26,7 @@ class TopicPartition:
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+    def __reduce__(self) -> tuple[type[TopicPartition], tuple[str, int]]:
+        # Constructor arguments pickle smaller and faster than attrs' per-instance state dict.
+        return (TopicPartition, (self.topic, self.partition))

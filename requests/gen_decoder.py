@@ -134,7 +134,7 @@ class DecoderGen:
             self.flush()
             for f in tagged:
                 s(f"{values[f.attr]} = {self.default_expr(f)}")
-            ut = self.tag_section(tagged, values, where)
+            ut = self.tag_section(st, tagged, values, where)
         self.flush()
         cls = s.const(self.classes[cls_name], "_c")
         res = s.fresh("r")
@@ -149,8 +149,9 @@ class DecoderGen:
             return f"{self.src.const(self.classes[f.element_type], '_c')}()"
         return self.src.const(f.default_value(), "_d")
 
-    def tag_section(self, tagged: list[FieldSpec], values: dict[str, str], where: str) -> str:
+    def tag_section(self, st: StructSpec, tagged: list[FieldSpec], values: dict[str, str], where: str) -> str:
         s = self.src
+        other_tags = sorted(f.tag for f in st.fields if f.tag is not None and self.v not in f.tagged_versions)
         cnt = s.fresh("nt")
         ut = s.fresh("ut")
         self.push("B", cnt, 1, where, "<tagged fields>")
@@ -192,12 +193,17 @@ class DecoderGen:
                         s("if pos != end:")
                         with s.indent():
                             s(f"raise DecodeError(f'tagged field {f.tag} ({f.name}) has size {{{size}}} but its value takes {{pos - end + {size}}} bytes', offset=pos)")
-                if tagged:
+                if other_tags:
+                    s(f"{'if' if first else 'elif'} {tag} in {s.const(frozenset(other_tags), '_d')}:")
+                    first = False
+                    with s.indent():
+                        s(f"raise DecodeError(f'Tag {{{tag}}} is not valid for version {self.v}', offset=pos)")
+                if not first:
                     s("else:")
                     s.depth += 1
                 s(f"{ut}.append(({tag}, bytes(buf[pos:end])))")
                 s("pos = end")
-                if tagged:
+                if not first:
                     s.depth -= 1
                 s(f"end = {outer}")
             s(f"{ut} = tuple({ut})")

@@ -51,11 +51,12 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         value |= (b & 0x7F) << shift
         if not b & 0x80:
+            value &= 0xFFFFFFFF  # a 5th byte above 0x0f overflows silently, as in Java
             return (value - (1 << 32) if value >= 1 << 31 else value), pos
         shift += 7
     raise DecodeError(
         "Varint is too long, the most significant bit in the 5th byte is set, "
-        f"converted value: {value:x}",
+        f"converted value: {value & 0xFFFFFFFF:x}",
         offset=pos - 1,
     )
 

@@ -1,0 +1,126 @@
+"""Frames on the wire: int32 size, header, body — for requests and responses.
+
+Rules: sans-I/O. Encoding returns the frame as bytes, or as two buffers (size+header, body) so
+that a transport can write one shared body to many brokers without copying it. FrameReader
+splits a byte stream into frames and never buffers more than one frame of at most
+max_frame_size bytes (Kafka's socket.request.max.bytes, 100 MiB by default).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import attrs
+
+from .apis import api, request_header_version, response_header_version
+from .errors import DecodeError, UnsupportedVersionError
+from .messages import RequestHeader, ResponseHeader
+from .model import Message
+
+_SIZE = struct.Struct(">i")
+_KEY_VERSION = struct.Struct(">hh")
+DEFAULT_MAX_FRAME_SIZE = 104857600
+
+
+def request_head(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body_size: int
+) -> bytes:
+    """Size prefix plus request header, for a body of body_size bytes."""
+    hv = request_header_version(api_key, api_version)
+    header = RequestHeader(
+        request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id,
+        client_id=client_id,
+    ).encode(hv)
+    return _SIZE.pack(len(header) + body_size) + header
+
+
+def encode_request_parts(
+    body: Message, api_version: int, correlation_id: int, client_id: str | None, body_bytes: bytes | None = None
+) -> tuple[bytes, bytes]:
+    """(size prefix + header, body): write both, in order, to send the request."""
+    if body.API_KEY is None:
+        raise UnsupportedVersionError(f"{type(body).__name__} is not a request")
+    data = body.encode(api_version) if body_bytes is None else body_bytes
+    return request_head(body.API_KEY, api_version, correlation_id, client_id, len(data)), data
+
+
+def encode_request(body: Message, api_version: int, correlation_id: int, client_id: str | None) -> bytes:
+    head, data = encode_request_parts(body, api_version, correlation_id, client_id)
+    return head + data
+
+
+def encode_response(body: Message, api_key: int, api_version: int, correlation_id: int) -> bytes:
+    hv = response_header_version(api_key, api_version)
+    header = ResponseHeader(correlation_id=correlation_id).encode(hv)
+    data = body.encode(api_version)
+    return _SIZE.pack(len(header) + len(data)) + header + data
+
+
+@attrs.frozen
+class DecodedRequest:
+    header: RequestHeader
+    header_version: int
+    body: Message
+
+
+def decode_request(frame: bytes) -> DecodedRequest:
+    """Decode a request frame without its size prefix: header (version chosen from the body's
+    api key and version), then the body, which must end the frame."""
+    if len(frame) < 4:
+        raise DecodeError("the frame is too short for a request header", message="RequestHeader", offset=0)
+    key, version = _KEY_VERSION.unpack_from(frame, 0)
+    try:
+        a = api(key)
+        hv = request_header_version(key, version)
+    except UnsupportedVersionError as e:
+        raise DecodeError(str(e), message="RequestHeader", field="RequestApiKey", offset=0) from None
+    header, pos = RequestHeader.decode_prefix(frame, hv)
+    body = a.request.decode(memoryview(frame)[pos:], version)
+    return DecodedRequest(header, hv, body)
+
+
+def decode_response(frame: bytes, api_key: int, api_version: int) -> tuple[ResponseHeader, Message]:
+    """Decode a response frame without its size prefix, for the request it answers."""
+    try:
+        a = api(api_key)
+        hv = response_header_version(api_key, api_version)
+    except UnsupportedVersionError as e:
+        raise DecodeError(str(e), message="ResponseHeader", offset=0) from None
+    header, pos = ResponseHeader.decode_prefix(frame, hv)
+    return header, a.response.decode(memoryview(frame)[pos:], api_version)
+
+
+class FrameReader:
+    """Feed bytes, take whole frames (without their size prefix)."""
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._consumed = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        frames = []
+        while True:
+            avail = len(self._buf) - self._consumed
+            if avail < 4:
+                break
+            (size,) = _SIZE.unpack_from(self._buf, self._consumed)
+            if size < 0 or size > self.max_frame_size:
+                raise DecodeError(
+                    f"invalid frame size {size} (the limit is {self.max_frame_size})", message="frame",
+                    offset=self._consumed,
+                )
+            if avail < 4 + size:
+                break
+            start = self._consumed + 4
+            frames.append(bytes(self._buf[start : start + size]))
+            self._consumed = start + size
+        if self._consumed:
+            del self._buf[: self._consumed]
+            self._consumed = 0
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
