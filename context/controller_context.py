@@ -58,6 +58,7 @@ class ControllerContext:
         "_replicas_on_offline_dirs",
         "_topics_to_be_deleted",
         "_topics_with_deletion_started",
+        "broker_membership_version",
     )
 
     def __init__(self) -> None:
@@ -76,6 +77,9 @@ class ControllerContext:
         self._replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
         self._topics_to_be_deleted: set[str] = set()
         self._topics_with_deletion_started: set[str] = set()
+        # Bumped on every change of the live-or-shutting-down broker set; lets the batch skip
+        # re-adding an unchanged broker set on every LeaderAndIsr add (an optional hint).
+        self.broker_membership_version: int = 0
 
     # ---------------------------------------------------------------- brokers
 
@@ -87,6 +91,7 @@ class ControllerContext:
 
     def add_live_brokers(self, broker_and_epochs: Mapping[Broker, int]) -> None:
         """Add brokers (after the existing ones) and record their epochs."""
+        self.broker_membership_version += 1
         for broker, broker_epoch in broker_and_epochs.items():
             self._live_brokers[broker] = None
             self._live_broker_epochs[broker.id] = broker_epoch
@@ -94,6 +99,7 @@ class ControllerContext:
     def remove_live_brokers(self, broker_ids: Iterable[int]) -> None:
         """Forget the given broker ids: their ``Broker`` entries and their epochs."""
         ids = set(broker_ids)
+        self.broker_membership_version += 1
         for broker in [broker for broker in self._live_brokers if broker.id in ids]:
             del self._live_brokers[broker]
         for broker_id in ids:
@@ -101,6 +107,7 @@ class ControllerContext:
 
     def update_broker_metadata(self, old_metadata: Broker, new_metadata: Broker) -> None:
         """Swap a broker's registration (endpoints or rack changed); the epoch is untouched."""
+        self.broker_membership_version += 1
         self._live_brokers.pop(old_metadata, None)
         self._live_brokers[new_metadata] = None
 
@@ -347,3 +354,4 @@ class ControllerContext:
         self._replicas_on_offline_dirs.clear()
         self._live_brokers.clear()
         self._live_broker_epochs.clear()
+        self.broker_membership_version += 1

@@ -36,15 +36,17 @@ class EncoderGen:
         )
 
     # -- entry
-    def build(self) -> str:
+    def build(self, struct_spec: StructSpec | None = None) -> str:
+        """The encoder of the whole message, or of one of its structs on its own."""
         s = self.src
+        st = struct_spec or self.spec.struct
         s("def encode(o):")
         with s.indent():
             s("out = []")
             s("ap = out.append")
             if self.checked:
                 s("global _at")
-            self.struct_body(self.spec.struct, "o", self.spec.name)
+            self.struct_body(st, "o", st.name)
             s("return b''.join(out)")
         if self.checked:
             s.namespace["_at"] = ""
@@ -303,7 +305,9 @@ class EncoderGen:
             s(f"ap({b})")
 
 
-def encoder_source(spec: MessageSpec, version: int, checked: bool = False) -> tuple[str, dict[str, Any]]:
+def encoder_source(
+    spec: MessageSpec, version: int, checked: bool = False, struct_spec: StructSpec | None = None
+) -> tuple[str, dict[str, Any]]:
     g = EncoderGen(spec, version, checked)
-    text = g.build()
+    text = g.build(struct_spec)
     return text, g.src.namespace
