@@ -120,33 +120,35 @@ class LeaderAndIsrBuilder:
         assert off is not None
         empty = 1 if flexible else 4
         parts: list[bytes] = [env[:off]]
+        ap = parts.append
+        memo_get = memo.get
         if v >= 2:
             groups = _group_by_topic(self.partition_states)
-            parts.append(array_count(len(groups), flexible))
+            ap(array_count(len(groups), flexible))
             enc_topic = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrTopicState", v)
             tail = b"\x00" if flexible else b""
+            cut = empty + len(tail)
             for topic, states in groups.items():
-                key = ("t", topic)
-                head = memo.get(key)
+                head = memo_get(topic)
                 if head is None:
                     tb = enc_topic(LeaderAndIsrTopicState(topic_name=topic, topic_id=self.topic_ids.get(topic, ZERO_UUID)))
-                    head = memo[key] = tb[: len(tb) - empty - len(tail)]
-                parts.append(head)
-                parts.append(array_count(len(states), flexible))
+                    head = memo[topic] = tb[: len(tb) - cut]
+                ap(head)
+                ap(array_count(len(states), flexible))
                 for s in states:
-                    b = memo.get(id(s))
+                    b = memo_get(id(s))
                     if b is None:
                         b = memo[id(s)] = enc_state(s)
-                    parts.append(b)
-                parts.append(tail)
+                    ap(b)
+                ap(tail)
         else:
-            parts.append(array_count(len(self.partition_states), flexible))
+            ap(array_count(len(self.partition_states), flexible))
             for s in self.partition_states:
-                b = memo.get(id(s))
+                b = memo_get(id(s))
                 if b is None:
                     b = memo[id(s)] = enc_state(s)
-                parts.append(b)
-        parts.append(env[off + empty :])
+                ap(b)
+        ap(env[off + empty :])
         return b"".join(parts)
 
     def build_no_states(self, broker_epoch: int) -> LeaderAndIsrRequest:

@@ -121,6 +121,13 @@ class ControllerBrokerRequestBatch:
         self.metadata_instance: Any = None
         self.metadata_version: MetadataVersion | None = None
         self._membership_seen: object = None
+        self._recovery_gate = False
+        self._has_membership_version = False
+        self._offline_replicas: Callable[[TopicPartition, tuple[int, ...]], tuple[int, ...]] | None = None
+        # Brokers holding an is_new LeaderAndIsr state / a delete StopReplica state: only for
+        # them can a later add meet a sticky flag.
+        self._lair_new_brokers: set[int] = set()
+        self._sr_delete_brokers: set[int] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -144,6 +151,17 @@ class ControllerBrokerRequestBatch:
         mv = self.metadata_version_provider
         self.metadata_version = mv() if callable(mv) else mv
         self._membership_seen = None
+        self._recovery_gate = self.metadata_version.is_at_least(LEADER_RECOVERY_STATE_SINCE)
+        # Optional hints of ControllerContext (any ControllerChannelContext works without them).
+        self._has_membership_version = hasattr(self.metadata_instance, "broker_membership_version")
+        self._offline_replicas = getattr(self.metadata_instance, "offline_replicas", None)
+        self._bind(self.metadata_instance)
+
+    def _bind(self, ctx: Any) -> None:
+        """Bound look-ups of the captured context, taken once per batch for the hot adds."""
+        self._leadership_of = ctx.partition_leadership_info
+        self._assignment_of = ctx.partition_replica_assignment
+        self._queued_for_deletion = ctx.is_topic_queued_up_for_deletion
 
     def set_update_type(self, update_type: UpdateType) -> None:
         self.update_type = UpdateType(update_type)
@@ -156,6 +174,8 @@ class ControllerBrokerRequestBatch:
         self.metadata_instance = None
         self.update_type = UpdateType.UNKNOWN
         self._membership_seen = None
+        self._lair_new_brokers.clear()
+        self._sr_delete_brokers.clear()
 
     def _ctx(self) -> Any:
         ctx = self.metadata_instance
@@ -175,9 +195,7 @@ class ControllerBrokerRequestBatch:
     ) -> None:
         ctx = self._ctx()
         lai: LeaderAndIsr = leader_isr_and_controller_epoch.leader_and_isr
-        recovery = 0
-        if self.metadata_version is not None and self.metadata_version.is_at_least(LEADER_RECOVERY_STATE_SINCE):
-            recovery = int(lai.leader_recovery_state)
+        recovery = int(lai.leader_recovery_state) if self._recovery_gate else 0
         state = LeaderAndIsrPartitionState(
             topic_partition.topic,
             topic_partition.partition,
@@ -194,22 +212,27 @@ class ControllerBrokerRequestBatch:
         )
         sticky: LeaderAndIsrPartitionState | None = None
         requests = self.leader_and_isr_request_map
+        new_brokers = self._lair_new_brokers
         for broker_id in broker_ids:
             if broker_id < 0:
                 continue
             inner = requests.get(broker_id)
             if inner is None:
                 inner = requests[broker_id] = {}
-            elif not is_new:
+            elif is_new:
+                new_brokers.add(broker_id)
+            elif broker_id in new_brokers:
                 prev = inner.get(topic_partition)
                 if prev is not None and prev.is_new:
                     if sticky is None:
                         sticky = attrs.evolve(state, is_new=True)
                     inner[topic_partition] = sticky
                     continue
+            if is_new:
+                new_brokers.add(broker_id)
             inner[topic_partition] = state
         # CCM:446: always, to every live-or-shutting-down broker, from the context.
-        version = getattr(ctx, "broker_membership_version", None)
+        version = ctx.broker_membership_version if self._has_membership_version else None
         if version is None or version != self._membership_seen:
             self._add_brokers(ctx.live_or_shutting_down_broker_ids)
             self._membership_seen = version
@@ -230,15 +253,18 @@ class ControllerBrokerRequestBatch:
                 brokers[b] = None
 
     def _add_update_metadata_partition(self, ctx: Any, tp: TopicPartition) -> None:
-        info = ctx.partition_leadership_info(tp)
+        info = self._leadership_of(tp)
         if info is None:
             _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
             return
-        replicas = tuple(ctx.partition_replica_assignment(tp))
-        online = ctx.is_replica_online
-        offline = tuple(r for r in replicas if not online(r, tp))
+        replicas = tuple(self._assignment_of(tp))
+        if self._offline_replicas is not None:
+            offline = self._offline_replicas(tp, replicas)
+        else:
+            online = ctx.is_replica_online
+            offline = tuple([r for r in replicas if not online(r, tp)])
         lai = info.leader_and_isr
-        if ctx.is_topic_queued_up_for_deletion(tp.topic):
+        if self._queued_for_deletion(tp.topic):
             leader, leader_epoch, partition_epoch = LeaderAndIsr.LEADER_DURING_DELETE, 0, 0
         else:
             leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
@@ -253,13 +279,16 @@ class ControllerBrokerRequestBatch:
         state = StopReplicaPartitionState(topic_partition.partition, ctx.leader_epoch(topic_partition), bool(delete_partition))
         sticky: StopReplicaPartitionState | None = None
         requests = self.stop_replica_request_map
+        delete_brokers = self._sr_delete_brokers
         for broker_id in broker_ids:
             if broker_id < 0:
                 continue
+            if delete_partition:
+                delete_brokers.add(broker_id)
             inner = requests.get(broker_id)
             if inner is None:
                 inner = requests[broker_id] = {}
-            elif not delete_partition:
+            elif not delete_partition and broker_id in delete_brokers:
                 prev = inner.get(topic_partition)
                 if prev is not None and prev.delete_partition:
                     if sticky is None:
@@ -312,12 +341,9 @@ class ControllerBrokerRequestBatch:
         for broker, states in self.leader_and_isr_request_map.items():
             if broker not in live_ids:
                 continue
-            leader_ids = set()
-            become_leader = 0
-            for s in states.values():
-                leader_ids.add(s.leader)
-                if s.leader == broker:
-                    become_leader += 1
+            leaders = [s.leader for s in states.values()]
+            leader_ids = set(leaders)
+            become_leader = leaders.count(broker)
             if log.debug_enabled():
                 for tp, s in states.items():
                     kind = "become-leader" if s.leader == broker else "become-follower"
@@ -348,6 +374,7 @@ class ControllerBrokerRequestBatch:
             callback = functools.partial(self._handle_leader_and_isr_response, broker)
             self.transport.send(broker, OutboundRequest(entry[0], broker_epoch, entry[1]), callback)
         self.leader_and_isr_request_map.clear()
+        self._lair_new_brokers.clear()
 
     def _send_update_metadata(self, controller_epoch: int, log: _StateChangeLog) -> None:
         ctx = self._ctx()
@@ -416,6 +443,7 @@ class ControllerBrokerRequestBatch:
                     log.info(f"Sending StopReplica request (delete = false) for {len(keep)} replicas to broker {broker}")
                     self._send_stop_replica_to(broker, broker_epoch, version, offset, controller_epoch, False, keep, False)
         self.stop_replica_request_map.clear()
+        self._sr_delete_brokers.clear()
 
     def _send_stop_replica_to(
         self,
@@ -428,13 +456,15 @@ class ControllerBrokerRequestBatch:
         states: dict[TopicPartition, StopReplicaPartitionState],
         deleted: frozenset[TopicPartition] | None | bool,
     ) -> None:
+        """deleted: the partitions the callback counts as deleted (v3+), None for all (the delete
+        request below v3), False for no callback (the non-delete request below v3)."""
         groups: dict[str, list[StopReplicaPartitionState]] = {}
         for tp, s in states.items():
             groups.setdefault(tp.topic, []).append(s)
         builder = StopReplicaBuilder(version, self.controller_id, controller_epoch, delete, list(groups.items()), self.kraft_controller)
         body = SharedBody(builder.encode_body(broker_epoch, {}), offset)
         callback = None
-        if deleted is not False:
+        if deleted is None or isinstance(deleted, frozenset):
             callback = functools.partial(self._handle_stop_replica_response, broker, deleted, self.metadata_instance)
         self.transport.send(broker, OutboundRequest(builder, broker_epoch, body), callback)
 

@@ -128,11 +128,10 @@ def main() -> None:
 
     ratios = [("encode / json.dumps", enc / jenc, 0.5)]
     if not args.no_kio:
+        import io
+
         from kio.schema.update_metadata.v8.request import UpdateMetadataRequest as KioUMR
         from kio.serial import entity_reader, entity_writer
-        from kio.serial.readers import Reader  # noqa: F401
-
-        import io
 
         kmsg = to_kio(msg)
         writer = entity_writer(KioUMR)

@@ -152,6 +152,15 @@ class ControllerContext:
 
     # ------------------------------------------------------ offline log dirs
 
+    def offline_replicas(self, partition: TopicPartition, replicas: Iterable[int]) -> tuple[int, ...]:
+        """The replicas r of ``partition`` for which ``is_replica_online(r, partition)`` is false,
+        in order: one call instead of one per replica (an optional hint the batch uses)."""
+        live = self._live_broker_epochs
+        if not self.shutting_down_broker_ids and not self._replicas_on_offline_dirs:
+            return tuple([r for r in replicas if r not in live])
+        online = self.is_replica_online
+        return tuple([r for r in replicas if not online(r, partition)])
+
     def add_replicas_on_offline_dirs(self, broker_id: int, partitions: Iterable[TopicPartition]) -> None:
         """Record that ``broker_id`` reported these partitions on an offline log directory."""
         self._replicas_on_offline_dirs.setdefault(broker_id, set()).update(partitions)

@@ -32,7 +32,11 @@ from .messages import (
     UpdateMetadataResponse,
 )
 from .messages.broker_registration_request import Feature, Listener
-from .messages.leader_and_isr_request import LeaderAndIsrLiveLeader, LeaderAndIsrPartitionState, LeaderAndIsrTopicState
+from .messages.leader_and_isr_request import (
+    LeaderAndIsrLiveLeader,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrTopicState,
+)
 from .messages.leader_and_isr_response import LeaderAndIsrPartitionError, LeaderAndIsrTopicError
 from .messages.stop_replica_request import (
     StopReplicaPartitionState,

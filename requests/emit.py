@@ -18,7 +18,7 @@ class Source:
         self.depth = 0
         self.namespace: dict[str, Any] = {}
         self._ids = itertools.count()
-        self._by_value: dict[tuple[str, Any], str] = {}
+        self._by_value: dict[tuple[str, str, Any], str] = {}
 
     def __call__(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -28,11 +28,11 @@ class Source:
 
     def const(self, value: Any, prefix: str = "_k") -> str:
         """A global name bound to value; equal hashable values share one name."""
+        key: tuple[str, str, Any] | None = (prefix, type(value).__name__, value)
         try:
-            key = (prefix, type(value).__name__, value)
             hash(key)
         except TypeError:
-            key = None  # type: ignore[assignment]
+            key = None
         if key is not None and key in self._by_value:
             return self._by_value[key]
         name = f"{prefix}{next(self._ids)}"

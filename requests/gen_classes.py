@@ -28,8 +28,10 @@ def _py_type(f: FieldSpec) -> str:
 
 def _default_src(f: FieldSpec) -> str:
     if f.is_array:
+        # tuple() itself (C, fast) where None is not a valid value; to_tuple keeps None.
         d = "None" if f.default == "null" else "()"
-        return f"attrs.field(default={d}, converter=to_tuple)"
+        conv = "to_tuple" if f.nullable else "tuple"
+        return f"attrs.field(default={d}, converter={conv})"
     if f.struct is not None:
         return "None" if f.default == "null" else f"attrs.field(factory={f.element_type})"
     v = f.default_value()

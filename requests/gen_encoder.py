@@ -42,10 +42,13 @@ class EncoderGen:
         st = struct_spec or self.spec.struct
         s("def encode(o):")
         with s.indent():
-            s("out = []")
-            s("ap = out.append")
             if self.checked:
                 s("global _at")
+            if struct_spec is not None and self.single_run(st):
+                self.single_run_struct(st, "o", st.name, direct=True)
+                return s.text()
+            s("out = []")
+            s("ap = out.append")
             self.struct_body(st, "o", st.name)
             s("return b''.join(out)")
         if self.checked:
@@ -73,6 +76,9 @@ class EncoderGen:
                 positional.append(f)
             elif not f.ignorable:
                 self.absent_check(f, o)
+        if self.single_run(st):
+            self.single_run_struct(st, o, where, direct=False)
+            return
         if not self.checked:
             self.fused(positional, o, where)
         else:
@@ -133,6 +139,34 @@ class EncoderGen:
         with s.indent():
             s("ap(b'\\x00')")
 
+    def single_run(self, st: StructSpec) -> bool:
+        """A flexible struct whose fields at this version all fuse into one pack, its empty
+        tagged section included (a trailing pad byte): the hot partition-state structs."""
+        if self.checked or not self.flexible:
+            return False
+        fields = [f for f in st.fields if self.v in f.versions]
+        return bool(fields) and all(self.v not in f.tagged_versions and self.fusable(f) for f in fields)
+
+    def single_run_struct(self, st: StructSpec, o: str, where: str, direct: bool) -> None:
+        s = self.src
+        for f in st.fields:
+            if self.v not in f.versions and not f.ignorable:
+                self.absent_check(f, o)
+        run = [f for f in st.fields if self.v in f.versions]
+        s(f"if not {o}.unknown_tagged_fields:")
+        with s.indent():
+            self.flush(run, o, where, pad=True, direct=direct)
+        s("else:")
+        with s.indent():
+            if direct:
+                s("out = []")
+                s("ap = out.append")
+            for f in run:
+                self.value(f, f"{o}.{f.attr}", where)
+            s(f"_wtags(ap, [], {o}.unknown_tagged_fields)")
+            if direct:
+                s("return b''.join(out)")
+
     # -- fused runs (fast flavour)
     def fusable(self, f: FieldSpec) -> bool:
         v = self.v
@@ -159,10 +193,15 @@ class EncoderGen:
             return self.v in f.flexible_versions
         return self.flexible
 
-    def flush(self, run: list[FieldSpec], o: str, where: str) -> None:
+    def flush(self, run: list[FieldSpec], o: str, where: str, pad: bool = False, direct: bool = False) -> None:
+        """One struct.pack for the run; pad adds the empty tagged section's zero byte; direct
+        returns the bytes instead of appending them (falling back to a list when lengths
+        are too long for one-byte prefixes)."""
         if not run:
             return
         s = self.src
+        emit = "return " if direct else "ap("
+        close = "" if direct else ")"
         template: list[Any] = []
         args: list[str] = []
         dyn: list[tuple[str, bool]] = []  # (length var, compact)
@@ -196,9 +235,11 @@ class EncoderGen:
             else:
                 template.append(FIXED[e][0])
                 args.append(val)
+        if pad:
+            template.append("x")
         if not dyn:
             st = s.const(struct.Struct(">" + "".join(template)), "_S")
-            s(f"ap({st}.pack({', '.join(args)}))")
+            s(f"{emit}{st}.pack({', '.join(args)}){close}")
             return
         cache = s.const({}, "_C")
         make = s.const(wire.run_struct_maker(tuple(template)), "_M")
@@ -214,13 +255,20 @@ class EncoderGen:
         s(f"if {st} is None:")
         with s.indent():
             s(f"{st} = {make}({cache}, {k})")
-        s(f"ap({st}.pack({', '.join(args)}))")
+        s(f"{emit}{st}.pack({', '.join(args)}){close}")
         if guards:
             s.depth -= 1
             s("else:")
             with s.indent():
+                if direct:
+                    s("out = []")
+                    s("ap = out.append")
                 for f in run:
                     self.value(f, f"{o}.{f.attr}", where)
+                if pad:
+                    s("ap(b'\\x00')")
+                if direct:
+                    s("return b''.join(out)")
 
     # -- single values (plain, used by both flavours)
     def value(self, f: FieldSpec, val: str, where: str) -> None:

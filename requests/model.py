@@ -144,9 +144,15 @@ def _from_plain(cls: type[Struct], f: FieldSpec, value: Any) -> Any:
         return None
     if f.struct is not None:
         sub = cls.STRUCT_TYPES[f.attr]
-        conv = (lambda v: v if isinstance(v, sub) else sub.from_dict(v))
+
+        def conv(v: Any) -> Any:
+            return v if isinstance(v, sub) else sub.from_dict(v)
+
         return tuple(conv(v) for v in value) if f.is_array else conv(value)
     if f.element_type == "uuid":
-        conv2 = (lambda v: v if isinstance(v, uuid.UUID) else uuid.UUID(str(v)))
-        return tuple(conv2(v) for v in value) if f.is_array else conv2(value)
+
+        def conv_uuid(v: Any) -> uuid.UUID:
+            return v if isinstance(v, uuid.UUID) else uuid.UUID(str(v))
+
+        return tuple(conv_uuid(v) for v in value) if f.is_array else conv_uuid(value)
     return tuple(value) if f.is_array else value

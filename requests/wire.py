@@ -44,7 +44,7 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     value = 0
     shift = 0
     end = len(buf)
-    for i in range(5):
+    for _ in range(5):
         if pos >= end:
             raise DecodeError("the buffer ends inside a varint", offset=pos)
         b = buf[pos]
@@ -73,7 +73,7 @@ def array_struct(elem: str, n: int) -> struct.Struct:
     if s is None:
         if len(_ARRAY_CACHE) > _RUN_CACHE_LIMIT:
             _ARRAY_CACHE.clear()
-        s = _ARRAY_CACHE[key] = struct.Struct(">%d%s" % (n, elem))
+        s = _ARRAY_CACHE[key] = struct.Struct(f">{n}{elem}")
     return s
 
 
@@ -89,11 +89,12 @@ def run_struct_maker(template: tuple[object, ...]) -> Callable[[dict[object, str
             if isinstance(piece, str):
                 parts.append(piece)
             else:
-                kind, elem, lenfmt = piece  # type: ignore[misc]
+                assert isinstance(piece, tuple)
+                elem, lenfmt = str(piece[1]), str(piece[2])
                 n = ks[j]
                 j += 1
-                parts.append(lenfmt)
-                parts.append("%d%s" % (n, elem))
+                parts.append(str(lenfmt))
+                parts.append(f"{n}{elem}")
         if len(cache) > _RUN_CACHE_LIMIT:
             cache.clear()
         s = cache[key] = struct.Struct("".join(parts))

@@ -31,7 +31,7 @@ class StopReplicaResponse(Message):
 
     error_code: int = 0
     """The top-level error code, or 0 if there was no top-level error. (int16, versions 0+)"""
-    partition_errors: tuple[StopReplicaPartitionError, ...] = attrs.field(default=(), converter=to_tuple)
+    partition_errors: tuple[StopReplicaPartitionError, ...] = attrs.field(default=(), converter=tuple)
     """The responses for each partition. ([]StopReplicaPartitionError, versions 0+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""

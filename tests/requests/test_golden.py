@@ -85,8 +85,15 @@ golden(
         controller_epoch=5,
         ungrouped_partition_states=[
             LeaderAndIsrPartitionState(
-                topic_name="foo", partition_index=0, controller_epoch=5, leader=2, leader_epoch=7,
-                isr=(2, 3), partition_epoch=9, replicas=(2, 3), is_new=True,
+                topic_name="foo",
+                partition_index=0,
+                controller_epoch=5,
+                leader=2,
+                leader_epoch=7,
+                isr=(2, 3),
+                partition_epoch=9,
+                replicas=(2, 3),
+                is_new=True,
             )
         ],
         live_leaders=[LeaderAndIsrLiveLeader(broker_id=2, host_name="b2", port=9092)],
@@ -127,9 +134,17 @@ golden(
                 topic_id=U2,
                 partition_states=[
                     LeaderAndIsrPartitionState(
-                        partition_index=1, controller_epoch=12, leader=1001, leader_epoch=-1,
-                        isr=(1001, 1002), partition_epoch=6, replicas=(1001, 1002, 1003),
-                        adding_replicas=(1003,), removing_replicas=(), is_new=False, leader_recovery_state=1,
+                        partition_index=1,
+                        controller_epoch=12,
+                        leader=1001,
+                        leader_epoch=-1,
+                        isr=(1001, 1002),
+                        partition_epoch=6,
+                        replicas=(1001, 1002, 1003),
+                        adding_replicas=(1003,),
+                        removing_replicas=(),
+                        is_new=False,
+                        leader_recovery_state=1,
                     )
                 ],
             )
@@ -341,7 +356,11 @@ golden(
     StopReplicaRequest,
     4,
     StopReplicaRequest(
-        controller_id=1, is_k_raft_controller=True, controller_epoch=2, broker_epoch=10, topic_states=_SR_V34_TOPICS
+        controller_id=1,
+        is_k_raft_controller=True,
+        controller_epoch=2,
+        broker_epoch=10,
+        topic_states=_SR_V34_TOPICS,
     ),
     hexv(
         "00000001",  # ControllerId 1
@@ -391,6 +410,27 @@ golden(
     ),
 )
 
+golden(
+    "StopReplicaResponse-v2-utf8",
+    StopReplicaResponse,
+    2,
+    StopReplicaResponse(
+        error_code=0,
+        partition_errors=[
+            StopReplicaPartitionError(topic_name="\u00e9\u4e2d", partition_index=1, error_code=0)
+        ],
+    ),
+    hexv(
+        "0000",  # ErrorCode 0
+        "02",  # PartitionErrors: 1
+        "06 c3a9 e4b8ad",  # . TopicName "\u00e9\u4e2d": 2 characters, 5 UTF-8 bytes -> varint 5+1
+        "00000001",  # . PartitionIndex 1
+        "0000",  # . ErrorCode 0
+        "00",  # . tagged fields: none
+        "00",  # top-level tagged fields: none
+    ),
+)
+
 # ------------------------------------------------------------------------------------------------------------
 # UpdateMetadataRequest (key 6, flexible 6+)
 
@@ -403,8 +443,14 @@ golden(
         controller_epoch=2,
         ungrouped_partition_states=[
             UpdateMetadataPartitionState(
-                topic_name="foo", partition_index=0, controller_epoch=2, leader=1, leader_epoch=3,
-                isr=(1,), zk_version=4, replicas=(1,),
+                topic_name="foo",
+                partition_index=0,
+                controller_epoch=2,
+                leader=1,
+                leader_epoch=3,
+                isr=(1,),
+                zk_version=4,
+                replicas=(1,),
             )
         ],
         live_brokers=[UpdateMetadataBroker(id=1, v0_host="h", v0_port=9092)],
@@ -441,8 +487,14 @@ golden(
                 topic_name="foo",
                 partition_states=[
                     UpdateMetadataPartitionState(
-                        partition_index=0, controller_epoch=2, leader=1, leader_epoch=3, isr=(1, 2),
-                        zk_version=4, replicas=(1, 2), offline_replicas=(2,),
+                        partition_index=0,
+                        controller_epoch=2,
+                        leader=1,
+                        leader_epoch=3,
+                        isr=(1, 2),
+                        zk_version=4,
+                        replicas=(1, 2),
+                        offline_replicas=(2,),
                     )
                 ],
             )
@@ -450,7 +502,9 @@ golden(
         live_brokers=[
             UpdateMetadataBroker(
                 id=1,
-                endpoints=[UpdateMetadataEndpoint(port=9092, host="h", listener="PLAINTEXT", security_protocol=0)],
+                endpoints=[
+                    UpdateMetadataEndpoint(port=9092, host="h", listener="PLAINTEXT", security_protocol=0)
+                ],
                 rack=None,
             ),
             UpdateMetadataBroker(id=2, endpoints=[], rack="r1"),
@@ -491,8 +545,14 @@ _UMR_V8_TOPICS = [
         topic_id=U1,
         partition_states=[
             UpdateMetadataPartitionState(
-                partition_index=0, controller_epoch=2, leader=1, leader_epoch=3, isr=(1, 2), zk_version=4,
-                replicas=(1, 2), offline_replicas=(),
+                partition_index=0,
+                controller_epoch=2,
+                leader=1,
+                leader_epoch=3,
+                isr=(1, 2),
+                zk_version=4,
+                replicas=(1, 2),
+                offline_replicas=(),
             )
         ],
     )
@@ -549,7 +609,11 @@ golden(
     UpdateMetadataRequest,
     8,
     UpdateMetadataRequest(
-        controller_id=1, controller_epoch=2, broker_epoch=3, topic_states=_UMR_V8_TOPICS, live_brokers=_UMR_V8_BROKERS
+        controller_id=1,
+        controller_epoch=2,
+        broker_epoch=3,
+        topic_states=_UMR_V8_TOPICS,
+        live_brokers=_UMR_V8_BROKERS,
     ),
     UMR_V8_TYPE0,
 )
@@ -583,8 +647,15 @@ UMR_V8_UNKNOWN_OBJ = UpdateMetadataRequest(
             topic_id=U1,
             partition_states=[
                 UpdateMetadataPartitionState(
-                    partition_index=0, controller_epoch=2, leader=1, leader_epoch=3, isr=(1, 2), zk_version=4,
-                    replicas=(1, 2), offline_replicas=(), unknown_tagged_fields=((5, b"\xab\xcd"), (200, b"")),
+                    partition_index=0,
+                    controller_epoch=2,
+                    leader=1,
+                    leader_epoch=3,
+                    isr=(1, 2),
+                    zk_version=4,
+                    replicas=(1, 2),
+                    offline_replicas=(),
+                    unknown_tagged_fields=((5, b"\xab\xcd"), (200, b"")),
                 )
             ],
         )
@@ -602,7 +673,7 @@ golden(
     UpdateMetadataResponse,
     5,
     UpdateMetadataResponse(error_code=34),
-    hexv("0022"),  # ErrorCode 34 (STALE_BROKER_EPOCH)... classic: nothing else
+    hexv("0022"),  # ErrorCode 34; a classic version: no tagged section
 )
 golden(
     "UpdateMetadataResponse-v6",
@@ -669,7 +740,13 @@ def _br(version_fields: dict) -> BrokerRegistrationRequest:
 
 
 golden("BrokerRegistrationRequest-v4", BrokerRegistrationRequest, 4, _br({}), hexv(*_BR_V45_PREFIX, "00"))
-golden("BrokerRegistrationRequest-v5-no-cordoned", BrokerRegistrationRequest, 5, _br({}), hexv(*_BR_V45_PREFIX, "00"))
+golden(
+    "BrokerRegistrationRequest-v5-no-cordoned",
+    BrokerRegistrationRequest,
+    5,
+    _br({}),
+    hexv(*_BR_V45_PREFIX, "00"),
+)
 golden(
     "BrokerRegistrationRequest-v5",
     BrokerRegistrationRequest,
@@ -725,7 +802,9 @@ _BH_PREFIX = [
 
 
 def _bh(**kw: object) -> BrokerHeartbeatRequest:
-    return BrokerHeartbeatRequest(broker_id=1, broker_epoch=5, current_metadata_offset=100, want_fence=True, **kw)
+    return BrokerHeartbeatRequest(
+        broker_id=1, broker_epoch=5, current_metadata_offset=100, want_fence=True, **kw
+    )
 
 
 golden(
@@ -894,9 +973,17 @@ def test_golden(cls, version: int, obj, vector: bytes) -> None:  # type: ignore[
 def test_golden_covers_every_message() -> None:
     names = {p.values[0].__name__ for p in GOLDEN}
     assert names == {
-        "LeaderAndIsrRequest", "LeaderAndIsrResponse", "StopReplicaRequest", "StopReplicaResponse",
-        "UpdateMetadataRequest", "UpdateMetadataResponse", "BrokerRegistrationRequest",
-        "BrokerRegistrationResponse", "BrokerHeartbeatRequest", "BrokerHeartbeatResponse", "RequestHeader",
+        "LeaderAndIsrRequest",
+        "LeaderAndIsrResponse",
+        "StopReplicaRequest",
+        "StopReplicaResponse",
+        "UpdateMetadataRequest",
+        "UpdateMetadataResponse",
+        "BrokerRegistrationRequest",
+        "BrokerRegistrationResponse",
+        "BrokerHeartbeatRequest",
+        "BrokerHeartbeatResponse",
+        "RequestHeader",
         "ResponseHeader",
     }
     for p in GOLDEN:  # at least one classic and one flexible version of every message that has both
@@ -917,9 +1004,18 @@ def test_unknown_tags_in_nested_struct_survive_decode_and_reencode() -> None:
     assert again == back and again.encode(8) == UMR_V8_UNKNOWN
     # dropping them gives the vector without them (Type=1 only at top level)
     clean_partition = UpdateMetadataPartitionState(
-        partition_index=0, controller_epoch=2, leader=1, leader_epoch=3, isr=(1, 2), zk_version=4, replicas=(1, 2)
+        partition_index=0,
+        controller_epoch=2,
+        leader=1,
+        leader_epoch=3,
+        isr=(1, 2),
+        zk_version=4,
+        replicas=(1, 2),
     )
-    assert ps.to_dict(8) == {**clean_partition.to_dict(8), "unknown_tagged_fields": [(5, b"\xab\xcd"), (200, b"")]}
+    assert ps.to_dict(8) == {
+        **clean_partition.to_dict(8),
+        "unknown_tagged_fields": [(5, b"\xab\xcd"), (200, b"")],
+    }
 
 
 # --- Whole frames
@@ -928,13 +1024,16 @@ def test_unknown_tags_in_nested_struct_survive_decode_and_reencode() -> None:
 def test_request_frame_classic() -> None:
     body = next(p.values[2] for p in GOLDEN if p.id == "LeaderAndIsrRequest-v1")
     body_hex = next(p.values[3] for p in GOLDEN if p.id == "LeaderAndIsrRequest-v1")
-    frame = hexv(
-        "00000059",  # size 89 = 11 (header) + 78 (body)
-        "0004",  # RequestApiKey 4 (LeaderAndIsr)
-        "0001",  # RequestApiVersion 1 -> request header v1 (LAIR is flexible from v4)
-        "0000002a",  # CorrelationId 42
-        "0001 30",  # ClientId "0" (the controller's broker id), no tagged section in header v1
-    ) + body_hex
+    frame = (
+        hexv(
+            "00000059",  # size 89 = 11 (header) + 78 (body)
+            "0004",  # RequestApiKey 4 (LeaderAndIsr)
+            "0001",  # RequestApiVersion 1 -> request header v1 (LAIR is flexible from v4)
+            "0000002a",  # CorrelationId 42
+            "0001 30",  # ClientId "0" (the controller's broker id), no tagged section in header v1
+        )
+        + body_hex
+    )
     assert len(frame) - 4 == 0x59 and len(body_hex) == 78  # the hand-computed sizes
     assert encode_request(body, 1, 42, "0") == frame
     assert decode_request(frame[4:]) == DecodedRequest(
@@ -943,14 +1042,17 @@ def test_request_frame_classic() -> None:
 
 
 def test_request_frame_flexible() -> None:
-    frame = hexv(
-        "0000007b",  # size 123 = 12 (header) + 111 (body)
-        "0006",  # RequestApiKey 6 (UpdateMetadata)
-        "0008",  # RequestApiVersion 8 -> request header v2
-        "01020304",  # CorrelationId
-        "0001 31",  # ClientId "1": classic int16 string even in header v2
-        "00",  # header tagged fields: none
-    ) + UMR_V8_TYPE2
+    frame = (
+        hexv(
+            "0000007b",  # size 123 = 12 (header) + 111 (body)
+            "0006",  # RequestApiKey 6 (UpdateMetadata)
+            "0008",  # RequestApiVersion 8 -> request header v2
+            "01020304",  # CorrelationId
+            "0001 31",  # ClientId "1": classic int16 string even in header v2
+            "00",  # header tagged fields: none
+        )
+        + UMR_V8_TYPE2
+    )
     assert len(frame) - 4 == 0x7B and len(UMR_V8_TYPE2) == 111
     assert encode_request(UMR_V8_TYPE2_OBJ, 8, 0x01020304, "1") == frame
     assert decode_request(frame[4:]) == DecodedRequest(
@@ -971,9 +1073,36 @@ def test_response_frames() -> None:
     assert decode_response(flexible[4:], 6, 8) == (ResponseHeader(correlation_id=5), UpdateMetadataResponse())
 
     lair_v0 = next(p for p in GOLDEN if p.id == "LeaderAndIsrResponse-v0")
-    classic = hexv(
-        "00000015",  # size 21 = 4 (header v0) + 17 (body)
-        "00000009",  # CorrelationId 9; response header v0 has no tagged section
-    ) + lair_v0.values[3]
+    classic = (
+        hexv(
+            "00000015",  # size 21 = 4 (header v0) + 17 (body)
+            "00000009",  # CorrelationId 9; response header v0 has no tagged section
+        )
+        + lair_v0.values[3]
+    )
     assert encode_response(lair_v0.values[2], 4, 0, 9) == classic
     assert decode_response(classic[4:], 4, 0) == (ResponseHeader(correlation_id=9), lair_v0.values[2])
+
+
+def test_tagged_section_is_written_in_ascending_tag_order() -> None:
+    # The object holds its unknown tags out of order; on the wire every tagged section is strictly
+    # ascending (§3), merged with the known tag 0 (Type=1).
+    obj = UpdateMetadataRequest(
+        controller_id=1,
+        type=1,
+        controller_epoch=2,
+        broker_epoch=3,
+        topic_states=_UMR_V8_TOPICS,
+        live_brokers=_UMR_V8_BROKERS,
+        unknown_tagged_fields=((7, b"\x07"), (3, b"\xff")),
+    )
+    vector = _umr_v8_hex(
+        "00",
+        "00",
+        "03  00 01 01  03 01 ff  07 01 07",  # 3 fields: tag 0 (Type=1); tag 3, size 1, ff; tag 7, size 1, 07
+    )
+    assert obj.encode(8).hex(" ") == vector.hex(" ")
+    # decoding keeps them in wire order
+    back = UpdateMetadataRequest.decode(vector, 8)
+    assert back.unknown_tagged_fields == ((3, b"\xff"), (7, b"\x07"))
+    assert back.encode(8) == vector

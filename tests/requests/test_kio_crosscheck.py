@@ -204,7 +204,10 @@ def _umr_v8() -> UpdateMetadataRequest:
             id=1000 + b,
             endpoints=[
                 UpdateMetadataEndpoint(
-                    port=9092 + e, host=f"broker-{b}." + "h" * 140, listener="L" * 130 + str(e), security_protocol=e
+                    port=9092 + e,
+                    host=f"broker-{b}." + "h" * 140,
+                    listener="L" * 130 + str(e),
+                    security_protocol=e,
                 )
                 for e in range(2)
             ],
@@ -251,7 +254,10 @@ def _lair_v7() -> LeaderAndIsrRequest:
                 partition_states=parts,
             )
         )
-    leaders = [LeaderAndIsrLiveLeader(broker_id=1000 + b, host_name="leader-" + "z" * 150, port=9092) for b in range(4)]
+    leaders = [
+        LeaderAndIsrLiveLeader(broker_id=1000 + b, host_name="leader-" + "z" * 150, port=9092)
+        for b in range(4)
+    ]
     return LeaderAndIsrRequest(
         controller_id=3000,
         is_k_raft_controller=False,
@@ -291,7 +297,9 @@ def test_large_message_byte_for_byte(make, key: int, version: int, topic_states_
     assert len(kio_bytes) == len(ours)
     if kio_bytes != ours:  # report the first difference, not a 500 kB diff
         i = next(i for i, (a, b) in enumerate(zip(kio_bytes, ours, strict=True)) if a != b)
-        raise AssertionError(f"first difference at byte {i}: kio {kio_bytes[i:i + 16].hex()} ours {ours[i:i + 16].hex()}")
+        raise AssertionError(
+            f"first difference at byte {i}: kio {kio_bytes[i : i + 16].hex()} ours {ours[i : i + 16].hex()}"
+        )
     assert kio_peer.from_kio(kio_peer.kio_decode(kcls, ours)) == d
     back = cls.decode(kio_bytes, version)
     assert back == obj

@@ -1,0 +1,122 @@
+"""Batch speed and memory: the controller-failover scenario (issue 3).
+
+200,000 partitions, replication factor 3, 100 brokers, IBP 3.9-IV0: one batch adds LeaderAndIsr
+for every partition to its replicas (each add piggy-backs UpdateMetadata to every broker), then
+send_requests_to_brokers through a transport that holds every OutboundRequest, as a per-broker
+queue does, and then encodes each frame once (as buffers, written nowhere).
+
+Prints wall and CPU time for accumulate, build (send_requests_to_brokers: request bodies
+encoded, shared bodies once) and encode (frames), the peak memory the batch adds on top of the
+context (peak RSS minus RSS once the context is built, each broker count in its own process),
+and the ratio of that memory at 100 brokers to 10 brokers for the same partitions.
+Targets: whole scenario <= 2.0 s on one core; memory(100 brokers) <= 1.1x memory(10 brokers).
+
+Usage: python benchmarks/failover_bench.py [--partitions N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import time
+
+
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class _Counter:
+    """Counts the bytes of each frame's buffers, as a writev would send them."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def on_frame(self, _broker: int, _request: object, parts: list[bytes]) -> None:
+        self.bytes += sum(len(p) for p in parts)
+
+
+def run_once(partitions: int, brokers: int, repeat: int) -> dict[str, float]:
+    """In this process: build the context, then run the scenario `repeat` times."""
+    from ctrlbatch.batch.scenarios import Cluster, HoldingTransport, build_context, failover
+
+    c = Cluster(partitions=partitions, brokers=brokers)
+    ctx, entries = build_context(c)
+    gc.collect()
+    best: dict[str, float] = {}
+    base = peak = 0
+    for i in range(repeat):
+        gc.collect()
+        base = _rss_kib("VmRSS")
+        _reset_peak()
+        transport = HoldingTransport()
+        w0, c0 = time.perf_counter(), time.process_time()
+        batch = failover(ctx, entries, c, transport)
+        w1 = time.perf_counter()
+        batch.send_requests_to_brokers(c.controller_epoch)
+        w2 = time.perf_counter()
+        total = _Counter()
+        transport.drain(str(c.controller_id), total.on_frame)
+        w3, c3 = time.perf_counter(), time.process_time()
+        peak = max(peak, _rss_kib("VmHWM") - base) if i == 0 else peak
+        run = {
+            "accumulate": w1 - w0, "build": w2 - w1, "encode": w3 - w2, "total": w3 - w0,
+            "cpu_total": c3 - c0, "bytes": float(total.bytes),
+            "requests": float(sum(len(q) for q in transport.queues.values())),
+        }
+        for k, v in run.items():
+            best[k] = min(best.get(k, v), v)
+        del transport, batch
+    best["batch_peak_mib"] = peak / 1024
+    best["context_rss_mib"] = base / 1024
+    return best
+
+
+def in_subprocess(partitions: int, brokers: int, repeat: int) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(partitions), str(brokers), str(repeat)],
+        check=True, capture_output=True, text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        print(json.dumps(run_once(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))))
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--partitions", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    r100 = in_subprocess(args.partitions, 100, args.repeat)
+    r10 = in_subprocess(args.partitions, 10, 1)
+    print(f"failover: {args.partitions:,} partitions, RF 3, IBP 3.9-IV0 (best of {args.repeat})")
+    for name, r in (("100 brokers", r100), ("10 brokers", r10)):
+        print(
+            f"  {name:11s}: accumulate {r['accumulate']:.3f} s, build {r['build']:.3f} s, encode {r['encode']:.3f} s, "
+            f"total {r['total']:.3f} s wall / {r['cpu_total']:.3f} s CPU; {int(r['requests'])} requests, "
+            f"{int(r['bytes']):,} bytes; context RSS {r['context_rss_mib']:.0f} MiB, batch adds {r['batch_peak_mib']:.1f} MiB"
+        )
+    ratio = r100["batch_peak_mib"] / r10["batch_peak_mib"]
+    print("targets:")
+    print(f"  whole scenario, 100 brokers: {r100['total']:.3f} s (<= 2.0 s: {'met' if r100['total'] <= 2.0 else 'NOT met'})")
+    print(f"  batch memory 100 vs 10 brokers: {ratio:.3f}x (<= 1.1x: {'met' if ratio <= 1.1 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

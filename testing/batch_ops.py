@@ -1,0 +1,167 @@
+"""Hypothesis strategies for the operations a controller performs on one request batch.
+
+Rules:
+- An operation is a small frozen attrs value (``AddLeaderAndIsr``, ``AddUpdateMetadata``,
+  ``AddStopReplica``) whose ``apply(batch)`` makes the one ``add_*`` call it describes. Values
+  hold only ids, partitions and frozen leadership values, never a context or a batch, so a
+  failing sequence prints readably and replays on any batch (``apply_ops(ops, batch)``).
+- Strategies are built against one context and read a snapshot of it when called: broker ids
+  are drawn from its live, shutting-down and dead (referenced) brokers, plus negative ids and
+  ids the context never heard of; partitions from its known partitions plus unknown ones (a
+  partition past a topic's last one, a topic it does not know).
+- LeaderAndIsr arguments are either the context's own leadership and assignment or random
+  ones (the batch must copy the arguments, not the context); ``is_new`` and ``delete_partition``
+  are random so that the sticky-OR rules get exercised.
+- Broker lists may be empty, repeat ids, or be all negative (the UpdateMetadata leftover case).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+from hypothesis import strategies as st
+
+from ctrlbatch.context import ControllerContext, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+
+from .contexts import INT32_MAX, known_partitions, leaderships, referenced_broker_ids, replica_assignments
+
+__all__ = [
+    "AddLeaderAndIsr",
+    "AddStopReplica",
+    "AddUpdateMetadata",
+    "BatchOp",
+    "apply_ops",
+    "batch_op_sequences",
+    "batch_ops",
+    "broker_id_lists",
+    "leader_and_isr_ops",
+    "op_partitions",
+    "stop_replica_ops",
+    "update_metadata_ops",
+]
+
+NEGATIVE_BROKER_IDS = (-1, -2, -(1 << 31))
+
+
+@attrs.frozen
+class AddLeaderAndIsr:
+    """``batch.add_leader_and_isr_request_for_brokers(broker_ids, partition, leadership, assignment, is_new)``."""
+
+    broker_ids: tuple[int, ...]
+    partition: TopicPartition
+    leadership: LeaderIsrAndControllerEpoch
+    assignment: ReplicaAssignment
+    is_new: bool
+
+    def apply(self, batch: Any) -> None:
+        batch.add_leader_and_isr_request_for_brokers(
+            list(self.broker_ids), self.partition, self.leadership, self.assignment, self.is_new
+        )
+
+
+@attrs.frozen
+class AddUpdateMetadata:
+    """``batch.add_update_metadata_request_for_brokers(broker_ids, partitions)``."""
+
+    broker_ids: tuple[int, ...]
+    partitions: tuple[TopicPartition, ...] = ()
+
+    def apply(self, batch: Any) -> None:
+        batch.add_update_metadata_request_for_brokers(list(self.broker_ids), list(self.partitions))
+
+
+@attrs.frozen
+class AddStopReplica:
+    """``batch.add_stop_replica_request_for_brokers(broker_ids, partition, delete_partition)``."""
+
+    broker_ids: tuple[int, ...]
+    partition: TopicPartition
+    delete_partition: bool
+
+    def apply(self, batch: Any) -> None:
+        batch.add_stop_replica_request_for_brokers(list(self.broker_ids), self.partition, self.delete_partition)
+
+
+BatchOp = AddLeaderAndIsr | AddUpdateMetadata | AddStopReplica
+
+
+def apply_ops(ops: Iterable[BatchOp], batch: Any) -> None:
+    """Replay ``ops`` on ``batch`` in order."""
+    for op in ops:
+        op.apply(batch)
+
+
+# ---------------------------------------------------------------------------- pieces
+
+
+def broker_id_lists(context: ControllerContext, max_size: int = 4) -> st.SearchStrategy[tuple[int, ...]]:
+    """Broker id lists: mostly ids the context knows (live, shutting down, dead), some negative
+    or unknown ones; sometimes exactly the live-or-shutting-down brokers."""
+    live = sorted(context.live_or_shutting_down_broker_ids)
+    known = sorted(referenced_broker_ids(context) | set(live))
+    unknown = [max(known, default=-1) + 1, INT32_MAX]
+    one = st.one_of(
+        *([st.sampled_from(known)] * 3 if known else []),
+        st.sampled_from(NEGATIVE_BROKER_IDS),
+        st.sampled_from(unknown),
+    )
+    lists = st.lists(one, max_size=max_size).map(tuple)
+    return st.one_of(lists, st.just(tuple(live))) if live else lists
+
+
+def op_partitions(context: ControllerContext) -> st.SearchStrategy[TopicPartition]:
+    """A partition the context knows (usually) or one it does not."""
+    known = known_partitions(context)
+    topics = sorted(context.all_topics) or ["foo"]
+    last = {tp.topic: tp.partition for tp in known}
+    fresh_topic = "unknown"
+    while fresh_topic in context.all_topics or fresh_topic in last:
+        fresh_topic += "_"
+    unknown = [TopicPartition(t, last.get(t, -1) + 1) for t in topics[:2]]
+    unknown += [TopicPartition(fresh_topic, 0), TopicPartition(topics[0], INT32_MAX)]
+    if not known:
+        return st.sampled_from(unknown)
+    return st.one_of(st.sampled_from(known), st.sampled_from(known), st.sampled_from(unknown))
+
+
+@st.composite
+def leader_and_isr_ops(draw: st.DrawFn, context: ControllerContext) -> AddLeaderAndIsr:
+    """A LeaderAndIsr add: the context's leadership/assignment for the partition, or random ones."""
+    tp = draw(op_partitions(context))
+    pool = sorted(referenced_broker_ids(context))
+    current = context.partition_leadership_info(tp)
+    assignment = context.partition_full_replica_assignment(tp)
+    if current is None or draw(st.integers(0, 3)) == 0:
+        leadership = draw(leaderships(assignment.replicas, pool))
+    else:
+        leadership = current
+    if draw(st.integers(0, 3)) == 0:
+        assignment = draw(replica_assignments(pool))
+    return AddLeaderAndIsr(draw(broker_id_lists(context)), tp, leadership, assignment, draw(st.booleans()))
+
+
+def update_metadata_ops(context: ControllerContext) -> st.SearchStrategy[AddUpdateMetadata]:
+    """An UpdateMetadata add: brokers (maybe none) and partitions (maybe none, maybe unknown)."""
+    return st.builds(
+        AddUpdateMetadata, broker_id_lists(context), st.lists(op_partitions(context), max_size=4).map(tuple)
+    )
+
+
+def stop_replica_ops(context: ControllerContext) -> st.SearchStrategy[AddStopReplica]:
+    """A StopReplica add with a random delete flag."""
+    return st.builds(AddStopReplica, broker_id_lists(context), op_partitions(context), st.booleans())
+
+
+def batch_ops(context: ControllerContext) -> st.SearchStrategy[BatchOp]:
+    """Any one add operation against ``context``."""
+    return st.one_of(leader_and_isr_ops(context), update_metadata_ops(context), stop_replica_ops(context))
+
+
+def batch_op_sequences(
+    context: ControllerContext, min_size: int = 0, max_size: int = 8
+) -> st.SearchStrategy[tuple[BatchOp, ...]]:
+    """A sequence of adds for one batch. Partitions repeat often, so last-add-wins and sticky
+    flags are exercised."""
+    return st.lists(batch_ops(context), min_size=min_size, max_size=max_size).map(tuple)
