@@ -193,9 +193,10 @@ class ControllerBrokerRequestBatch:
         replica_assignment: ReplicaAssignment,
         is_new: bool,
     ) -> None:
-        ctx = self._ctx()
+        ctx = self.metadata_instance
+        if ctx is None:
+            self._ctx()
         lai: LeaderAndIsr = leader_isr_and_controller_epoch.leader_and_isr
-        recovery = int(lai.leader_recovery_state) if self._recovery_gate else 0
         state = LeaderAndIsrPartitionState(
             topic_partition.topic,
             topic_partition.partition,
@@ -207,10 +208,9 @@ class ControllerBrokerRequestBatch:
             replica_assignment.replicas,
             replica_assignment.adding_replicas,
             replica_assignment.removing_replicas,
-            bool(is_new),
-            recovery,
+            is_new is True or bool(is_new),
+            int(lai.leader_recovery_state) if self._recovery_gate else 0,
         )
-        sticky: LeaderAndIsrPartitionState | None = None
         requests = self.leader_and_isr_request_map
         new_brokers = self._lair_new_brokers
         for broker_id in broker_ids:
@@ -219,23 +219,23 @@ class ControllerBrokerRequestBatch:
             inner = requests.get(broker_id)
             if inner is None:
                 inner = requests[broker_id] = {}
-            elif is_new:
+            if is_new:
                 new_brokers.add(broker_id)
             elif broker_id in new_brokers:
                 prev = inner.get(topic_partition)
                 if prev is not None and prev.is_new:
-                    if sticky is None:
-                        sticky = attrs.evolve(state, is_new=True)
-                    inner[topic_partition] = sticky
+                    # is_new is sticky within a batch (CCM:424)
+                    inner[topic_partition] = attrs.evolve(state, is_new=True)
                     continue
-            if is_new:
-                new_brokers.add(broker_id)
             inner[topic_partition] = state
         # CCM:446: always, to every live-or-shutting-down broker, from the context.
-        version = ctx.broker_membership_version if self._has_membership_version else None
-        if version is None or version != self._membership_seen:
+        if self._has_membership_version:
+            version = ctx.broker_membership_version
+            if version != self._membership_seen:
+                self._add_brokers(ctx.live_or_shutting_down_broker_ids)
+                self._membership_seen = version
+        else:
             self._add_brokers(ctx.live_or_shutting_down_broker_ids)
-            self._membership_seen = version
         self._add_update_metadata_partition(ctx, topic_partition)
 
     def add_update_metadata_request_for_brokers(

@@ -74,10 +74,11 @@ def build(cls: Any, version: int, *, encode: bool) -> Any:
 
     def decoder(data: Any, pos: int = 0) -> tuple[Any, int]:
         if type(data) is not bytes:
-            try:
-                data = bytes(data)
-            except Exception:
-                raise DecodeError(f"cannot read {type(data).__name__} as bytes", message=spec.name, version=version) from None
+            if not isinstance(data, bytes | bytearray | memoryview):
+                raise DecodeError(
+                    f"expected bytes, bytearray or memoryview, not {type(data).__name__}", message=spec.name, version=version
+                )
+            data = bytes(data)
         try:
             return fast(data, pos)  # type: ignore[no-any-return]
         except Exception as first:

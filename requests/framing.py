@@ -38,7 +38,7 @@ def encode_request_parts(
     body: Message, api_version: int, correlation_id: int, client_id: str | None, body_bytes: bytes | None = None
 ) -> tuple[bytes, bytes]:
     """(size prefix + header, body): write both, in order, to send the request."""
-    if body.API_KEY is None:
+    if body.API_KEY is None or body.MESSAGE.type != "request":
         raise UnsupportedVersionError(f"{type(body).__name__} is not a request")
     data = body.encode(api_version) if body_bytes is None else body_bytes
     return request_head(body.API_KEY, api_version, correlation_id, client_id, len(data)), data
@@ -50,6 +50,8 @@ def encode_request(body: Message, api_version: int, correlation_id: int, client_
 
 
 def encode_response(body: Message, api_key: int, api_version: int, correlation_id: int) -> bytes:
+    if body.MESSAGE.type != "response" or body.API_KEY != api_key:
+        raise UnsupportedVersionError(f"{type(body).__name__} is not a response of api key {api_key}")
     hv = response_header_version(api_key, api_version)
     header = ResponseHeader(correlation_id=correlation_id).encode(hv)
     data = body.encode(api_version)
@@ -97,20 +99,28 @@ class FrameReader:
         self.max_frame_size = max_frame_size
         self._buf = bytearray()
         self._consumed = 0
+        self._error: DecodeError | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
+        """The whole frames completed by data. A bad size prefix raises DecodeError, after the
+        good frames before it have been returned (it then raises on every later call)."""
+        if self._error is not None:
+            raise self._error
         self._buf += data
-        frames = []
+        frames: list[bytes] = []
         while True:
             avail = len(self._buf) - self._consumed
             if avail < 4:
                 break
             (size,) = _SIZE.unpack_from(self._buf, self._consumed)
             if size < 0 or size > self.max_frame_size:
-                raise DecodeError(
+                self._error = DecodeError(
                     f"invalid frame size {size} (the limit is {self.max_frame_size})", message="frame",
                     offset=self._consumed,
                 )
+                if frames:
+                    break
+                raise self._error
             if avail < 4 + size:
                 break
             start = self._consumed + 4

@@ -28,10 +28,9 @@ def _py_type(f: FieldSpec) -> str:
 
 def _default_src(f: FieldSpec) -> str:
     if f.is_array:
-        # tuple() itself (C, fast) where None is not a valid value; to_tuple keeps None.
+        # None stays None (writing it where not nullable fails like Kafka: at encode).
         d = "None" if f.default == "null" else "()"
-        conv = "to_tuple" if f.nullable else "tuple"
-        return f"attrs.field(default={d}, converter={conv})"
+        return f"attrs.field(default={d}, converter=to_tuple)"
     if f.struct is not None:
         return "None" if f.default == "null" else f"attrs.field(factory={f.element_type})"
     v = f.default_value()
@@ -58,10 +57,12 @@ def class_source(spec: MessageSpec, spec_import: str | None) -> str:
     """Python source defining the classes of `spec`. spec_import names the module holding the
     spec constant (static modules); None means the caller provides SPEC in the namespace."""
     out = [_BANNER, "from __future__ import annotations\n", "import uuid  # noqa: F401", "", "import attrs", ""]
+    # Shipped modules import relatively (within ctrlbatch.requests); run-time ones absolutely.
+    base = ".." if spec_import else "ctrlbatch.requests."
     if spec_import:
         out.append(f"from {spec_import} import {snake_case(spec.name).upper()} as SPEC")
-    out.append("from ctrlbatch.requests.model import Message, Struct, bind, to_tuple  # noqa: F401")
-    out.append("from ctrlbatch.requests.spec import ZERO_UUID  # noqa: F401\n\n")
+    out.append(f"from {base}model import Message, Struct, bind, to_tuple  # noqa: F401")
+    out.append(f"from {base}spec import ZERO_UUID  # noqa: F401\n\n")
     structs = list(iter_structs(spec.fields))
     for s in structs:
         out.append(_struct_src(s, "Struct", f"{s.name}, a struct of {spec.name}."))
@@ -73,6 +74,9 @@ def class_source(spec: MessageSpec, spec_import: str | None) -> str:
     out.append("")
     out.append(f"bind(SPEC, {spec.name}, [{', '.join(s.name for s in structs)}])")
     return "\n".join(out) + "\n"
+
+
+SHIPPED_SPEC_MODULE = "..catalog"
 
 
 def module_name(spec: MessageSpec) -> str:
@@ -98,7 +102,7 @@ def write_all(folder: str) -> list[str]:
     for spec in catalog.MESSAGES:
         path = os.path.join(folder, module_name(spec) + ".py")
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(class_source(spec, "ctrlbatch.requests.catalog"))
+            fh.write(class_source(spec, SHIPPED_SPEC_MODULE))
         written.append(path)
     return written
 

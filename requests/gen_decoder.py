@@ -221,7 +221,10 @@ class DecoderGen:
                 fmt, width, _ = _NUMERIC[e]
                 s(f"if {n} * {width} > end - pos:")
                 with s.indent():
-                    self.too_many(n)
+                    s(f"if {n} > end - pos:")
+                    with s.indent():
+                        self.too_many(n)
+                    s(f"raise DecodeError(f'Error reading an array of {{{n}}} {e} values: only {{end - pos}} bytes remain', offset=pos)")
                 s(f"{target} = _astruct({fmt!r}, {n}).unpack_from(buf, pos)")
                 s(f"pos += {n} * {width}")
             else:

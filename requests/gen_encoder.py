@@ -126,11 +126,11 @@ class EncoderGen:
             s(f"if {test}:")
             with s.indent():
                 self.at(repr(f"{where}.{f.name}") if "{" not in where else f"f'{where}.{f.name}'")
-                sub = s.fresh("tb")
+                sub, saved = s.fresh("tb"), s.fresh("apo")
                 s(f"{sub} = []")
-                s(f"_ap_outer = ap; ap = {sub}.append")
+                s(f"{saved} = ap; ap = {sub}.append")
                 self.value(f, val, where)
-                s("ap = _ap_outer")
+                s(f"ap = {saved}")
                 s(f"{kt}.append(({f.tag}, b''.join({sub})))")
         s(f"if {kt} or {o}.unknown_tagged_fields:")
         with s.indent():

@@ -81,7 +81,7 @@ class Message(Struct):
         if dec is None:
             dec = _compile(cls, version, encode=False)
         obj, end = dec(data)
-        if end != len(data):
+        if end != len(data):  # len() is safe: the decoder accepted data as a buffer
             raise DecodeError(
                 f"{len(data) - end} unexpected trailing bytes after the message",
                 message=cls.MESSAGE.name, version=version, offset=end,

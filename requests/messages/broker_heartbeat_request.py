@@ -6,9 +6,9 @@ import uuid  # noqa: F401
 
 import attrs
 
-from ctrlbatch.requests.catalog import BROKER_HEARTBEAT_REQUEST as SPEC
-from ctrlbatch.requests.model import Message, Struct, bind, to_tuple  # noqa: F401
-from ctrlbatch.requests.spec import ZERO_UUID  # noqa: F401
+from ..catalog import BROKER_HEARTBEAT_REQUEST as SPEC
+from ..model import Message, Struct, bind, to_tuple  # noqa: F401
+from ..spec import ZERO_UUID  # noqa: F401
 
 
 @attrs.frozen
@@ -25,9 +25,9 @@ class BrokerHeartbeatRequest(Message):
     """True if the broker wants to be fenced, false otherwise. (bool, versions 0+)"""
     want_shut_down: bool = False
     """True if the broker wants to be shut down, false otherwise. (bool, versions 0+)"""
-    offline_log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=tuple)
+    offline_log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=to_tuple)
     """Log directories that failed and went offline. ([]uuid, versions 1+)"""
-    cordoned_log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=tuple)
+    cordoned_log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=to_tuple)
     """Log directories that are cordoned. ([]uuid, versions 2+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""

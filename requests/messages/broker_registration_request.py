@@ -6,9 +6,9 @@ import uuid  # noqa: F401
 
 import attrs
 
-from ctrlbatch.requests.catalog import BROKER_REGISTRATION_REQUEST as SPEC
-from ctrlbatch.requests.model import Message, Struct, bind, to_tuple  # noqa: F401
-from ctrlbatch.requests.spec import ZERO_UUID  # noqa: F401
+from ..catalog import BROKER_REGISTRATION_REQUEST as SPEC
+from ..model import Message, Struct, bind, to_tuple  # noqa: F401
+from ..spec import ZERO_UUID  # noqa: F401
 
 
 @attrs.frozen
@@ -51,19 +51,19 @@ class BrokerRegistrationRequest(Message):
     """The cluster id of the broker process. (string, versions 0+)"""
     incarnation_id: uuid.UUID = ZERO_UUID
     """The incarnation id of the broker process. (uuid, versions 0+)"""
-    listeners: tuple[Listener, ...] = attrs.field(default=(), converter=tuple)
+    listeners: tuple[Listener, ...] = attrs.field(default=(), converter=to_tuple)
     """The listeners of this broker ([]Listener, versions 0+)"""
-    features: tuple[Feature, ...] = attrs.field(default=(), converter=tuple)
+    features: tuple[Feature, ...] = attrs.field(default=(), converter=to_tuple)
     """The features on this broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted. ([]Feature, versions 0+)"""
     rack: str | None = ''
     """The rack which this broker is in. (string, versions 0+)"""
     is_migrating_zk_broker: bool = False
     """If the required configurations for ZK migration are present, this value is set to true (bool, versions 1+)"""
-    log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=tuple)
+    log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=to_tuple)
     """Log directories configured in this broker which are available. ([]uuid, versions 2+)"""
     previous_broker_epoch: int = -1
     """The epoch before a clean shutdown. (int64, versions 3+)"""
-    cordoned_log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=tuple)
+    cordoned_log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=to_tuple)
     """Log directories that are cordoned. ([]uuid, versions 5+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""

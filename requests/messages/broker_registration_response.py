@@ -6,9 +6,9 @@ import uuid  # noqa: F401
 
 import attrs
 
-from ctrlbatch.requests.catalog import BROKER_REGISTRATION_RESPONSE as SPEC
-from ctrlbatch.requests.model import Message, Struct, bind, to_tuple  # noqa: F401
-from ctrlbatch.requests.spec import ZERO_UUID  # noqa: F401
+from ..catalog import BROKER_REGISTRATION_RESPONSE as SPEC
+from ..model import Message, Struct, bind, to_tuple  # noqa: F401
+from ..spec import ZERO_UUID  # noqa: F401
 
 
 @attrs.frozen

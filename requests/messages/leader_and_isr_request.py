@@ -6,9 +6,9 @@ import uuid  # noqa: F401
 
 import attrs
 
-from ctrlbatch.requests.catalog import LEADER_AND_ISR_REQUEST as SPEC
-from ctrlbatch.requests.model import Message, Struct, bind, to_tuple  # noqa: F401
-from ctrlbatch.requests.spec import ZERO_UUID  # noqa: F401
+from ..catalog import LEADER_AND_ISR_REQUEST as SPEC
+from ..model import Message, Struct, bind, to_tuple  # noqa: F401
+from ..spec import ZERO_UUID  # noqa: F401
 
 
 @attrs.frozen
@@ -25,15 +25,15 @@ class LeaderAndIsrPartitionState(Struct):
     """The broker ID of the leader. (int32, versions 0+)"""
     leader_epoch: int = 0
     """The leader epoch. (int32, versions 0+)"""
-    isr: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    isr: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
     """The in-sync replica IDs. ([]int32, versions 0+)"""
     partition_epoch: int = 0
     """The current epoch for the partition. The epoch is a monotonically increasing value which is incremented after every partition change. (Since the LeaderAndIsr request is only used by the legacy controller, this corresponds to the zkVersion) (int32, versions 0+)"""
-    replicas: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    replicas: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
     """The replica IDs. ([]int32, versions 0+)"""
-    adding_replicas: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    adding_replicas: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
     """The replica IDs that we are adding this partition to, or null if no replicas are being added. ([]int32, versions 3+)"""
-    removing_replicas: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    removing_replicas: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
     """The replica IDs that we are removing this partition from, or null if no replicas are being removed. ([]int32, versions 3+)"""
     is_new: bool = False
     """Whether the replica should have existed on the broker or not. (bool, versions 1+)"""
@@ -51,7 +51,7 @@ class LeaderAndIsrTopicState(Struct):
     """The topic name. (string, versions 2+)"""
     topic_id: uuid.UUID = ZERO_UUID
     """The unique topic ID. (uuid, versions 5+)"""
-    partition_states: tuple[LeaderAndIsrPartitionState, ...] = attrs.field(default=(), converter=tuple)
+    partition_states: tuple[LeaderAndIsrPartitionState, ...] = attrs.field(default=(), converter=to_tuple)
     """The state of each partition ([]LeaderAndIsrPartitionState, versions 2+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
@@ -85,11 +85,11 @@ class LeaderAndIsrRequest(Message):
     """The current broker epoch. (int64, versions 2+)"""
     type: int = 0
     """The type that indicates whether all topics are included in the request (int8, versions 5+)"""
-    ungrouped_partition_states: tuple[LeaderAndIsrPartitionState, ...] = attrs.field(default=(), converter=tuple)
+    ungrouped_partition_states: tuple[LeaderAndIsrPartitionState, ...] = attrs.field(default=(), converter=to_tuple)
     """The state of each partition, in a v0 or v1 message. ([]LeaderAndIsrPartitionState, versions 0-1)"""
-    topic_states: tuple[LeaderAndIsrTopicState, ...] = attrs.field(default=(), converter=tuple)
+    topic_states: tuple[LeaderAndIsrTopicState, ...] = attrs.field(default=(), converter=to_tuple)
     """Each topic. ([]LeaderAndIsrTopicState, versions 2+)"""
-    live_leaders: tuple[LeaderAndIsrLiveLeader, ...] = attrs.field(default=(), converter=tuple)
+    live_leaders: tuple[LeaderAndIsrLiveLeader, ...] = attrs.field(default=(), converter=to_tuple)
     """The current live leaders. ([]LeaderAndIsrLiveLeader, versions 0+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""

@@ -6,9 +6,9 @@ import uuid  # noqa: F401
 
 import attrs
 
-from ctrlbatch.requests.catalog import LEADER_AND_ISR_RESPONSE as SPEC
-from ctrlbatch.requests.model import Message, Struct, bind, to_tuple  # noqa: F401
-from ctrlbatch.requests.spec import ZERO_UUID  # noqa: F401
+from ..catalog import LEADER_AND_ISR_RESPONSE as SPEC
+from ..model import Message, Struct, bind, to_tuple  # noqa: F401
+from ..spec import ZERO_UUID  # noqa: F401
 
 
 @attrs.frozen
@@ -31,7 +31,7 @@ class LeaderAndIsrTopicError(Struct):
 
     topic_id: uuid.UUID = ZERO_UUID
     """The unique topic ID (uuid, versions 5+)"""
-    partition_errors: tuple[LeaderAndIsrPartitionError, ...] = attrs.field(default=(), converter=tuple)
+    partition_errors: tuple[LeaderAndIsrPartitionError, ...] = attrs.field(default=(), converter=to_tuple)
     """Each partition. ([]LeaderAndIsrPartitionError, versions 5+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
@@ -43,9 +43,9 @@ class LeaderAndIsrResponse(Message):
 
     error_code: int = 0
     """The error code, or 0 if there was no error. (int16, versions 0+)"""
-    partition_errors: tuple[LeaderAndIsrPartitionError, ...] = attrs.field(default=(), converter=tuple)
+    partition_errors: tuple[LeaderAndIsrPartitionError, ...] = attrs.field(default=(), converter=to_tuple)
     """Each partition in v0 to v4 message. ([]LeaderAndIsrPartitionError, versions 0-4)"""
-    topics: tuple[LeaderAndIsrTopicError, ...] = attrs.field(default=(), converter=tuple)
+    topics: tuple[LeaderAndIsrTopicError, ...] = attrs.field(default=(), converter=to_tuple)
     """Each topic ([]LeaderAndIsrTopicError, versions 5+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""

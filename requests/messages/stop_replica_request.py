@@ -6,9 +6,9 @@ import uuid  # noqa: F401
 
 import attrs
 
-from ctrlbatch.requests.catalog import STOP_REPLICA_REQUEST as SPEC
-from ctrlbatch.requests.model import Message, Struct, bind, to_tuple  # noqa: F401
-from ctrlbatch.requests.spec import ZERO_UUID  # noqa: F401
+from ..catalog import STOP_REPLICA_REQUEST as SPEC
+from ..model import Message, Struct, bind, to_tuple  # noqa: F401
+from ..spec import ZERO_UUID  # noqa: F401
 
 
 @attrs.frozen
@@ -29,7 +29,7 @@ class StopReplicaTopicV1(Struct):
 
     name: str = ''
     """The topic name. (string, versions 1-2)"""
-    partition_indexes: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    partition_indexes: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
     """The partition indexes. ([]int32, versions 1-2)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
@@ -55,7 +55,7 @@ class StopReplicaTopicState(Struct):
 
     topic_name: str = ''
     """The topic name. (string, versions 3+)"""
-    partition_states: tuple[StopReplicaPartitionState, ...] = attrs.field(default=(), converter=tuple)
+    partition_states: tuple[StopReplicaPartitionState, ...] = attrs.field(default=(), converter=to_tuple)
     """The state of each partition ([]StopReplicaPartitionState, versions 3+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
@@ -75,11 +75,11 @@ class StopReplicaRequest(Message):
     """The broker epoch. (int64, versions 1+)"""
     delete_partitions: bool = False
     """Whether these partitions should be deleted. (bool, versions 0-2)"""
-    ungrouped_partitions: tuple[StopReplicaPartitionV0, ...] = attrs.field(default=(), converter=tuple)
+    ungrouped_partitions: tuple[StopReplicaPartitionV0, ...] = attrs.field(default=(), converter=to_tuple)
     """The partitions to stop. ([]StopReplicaPartitionV0, versions 0)"""
-    topics: tuple[StopReplicaTopicV1, ...] = attrs.field(default=(), converter=tuple)
+    topics: tuple[StopReplicaTopicV1, ...] = attrs.field(default=(), converter=to_tuple)
     """The topics to stop. ([]StopReplicaTopicV1, versions 1-2)"""
-    topic_states: tuple[StopReplicaTopicState, ...] = attrs.field(default=(), converter=tuple)
+    topic_states: tuple[StopReplicaTopicState, ...] = attrs.field(default=(), converter=to_tuple)
     """Each topic. ([]StopReplicaTopicState, versions 3+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""

@@ -6,9 +6,9 @@ import uuid  # noqa: F401
 
 import attrs
 
-from ctrlbatch.requests.catalog import STOP_REPLICA_RESPONSE as SPEC
-from ctrlbatch.requests.model import Message, Struct, bind, to_tuple  # noqa: F401
-from ctrlbatch.requests.spec import ZERO_UUID  # noqa: F401
+from ..catalog import STOP_REPLICA_RESPONSE as SPEC
+from ..model import Message, Struct, bind, to_tuple  # noqa: F401
+from ..spec import ZERO_UUID  # noqa: F401
 
 
 @attrs.frozen
@@ -31,7 +31,7 @@ class StopReplicaResponse(Message):
 
     error_code: int = 0
     """The top-level error code, or 0 if there was no top-level error. (int16, versions 0+)"""
-    partition_errors: tuple[StopReplicaPartitionError, ...] = attrs.field(default=(), converter=tuple)
+    partition_errors: tuple[StopReplicaPartitionError, ...] = attrs.field(default=(), converter=to_tuple)
     """The responses for each partition. ([]StopReplicaPartitionError, versions 0+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""

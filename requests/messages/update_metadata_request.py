@@ -6,9 +6,9 @@ import uuid  # noqa: F401
 
 import attrs
 
-from ctrlbatch.requests.catalog import UPDATE_METADATA_REQUEST as SPEC
-from ctrlbatch.requests.model import Message, Struct, bind, to_tuple  # noqa: F401
-from ctrlbatch.requests.spec import ZERO_UUID  # noqa: F401
+from ..catalog import UPDATE_METADATA_REQUEST as SPEC
+from ..model import Message, Struct, bind, to_tuple  # noqa: F401
+from ..spec import ZERO_UUID  # noqa: F401
 
 
 @attrs.frozen
@@ -25,13 +25,13 @@ class UpdateMetadataPartitionState(Struct):
     """The ID of the broker which is the current partition leader. (int32, versions 0+)"""
     leader_epoch: int = 0
     """The leader epoch of this partition. (int32, versions 0+)"""
-    isr: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    isr: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
     """The brokers which are in the ISR for this partition. ([]int32, versions 0+)"""
     zk_version: int = 0
     """The Zookeeper version. (int32, versions 0+)"""
-    replicas: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    replicas: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
     """All the replicas of this partition. ([]int32, versions 0+)"""
-    offline_replicas: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    offline_replicas: tuple[int, ...] = attrs.field(default=(), converter=to_tuple)
     """The replicas of this partition which are offline. ([]int32, versions 4+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
@@ -45,7 +45,7 @@ class UpdateMetadataTopicState(Struct):
     """The topic name. (string, versions 5+)"""
     topic_id: uuid.UUID = ZERO_UUID
     """The topic id. (uuid, versions 7+)"""
-    partition_states: tuple[UpdateMetadataPartitionState, ...] = attrs.field(default=(), converter=tuple)
+    partition_states: tuple[UpdateMetadataPartitionState, ...] = attrs.field(default=(), converter=to_tuple)
     """The partition that we would like to update. ([]UpdateMetadataPartitionState, versions 5+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
@@ -77,7 +77,7 @@ class UpdateMetadataBroker(Struct):
     """The broker hostname. (string, versions 0)"""
     v0_port: int = 0
     """The broker port. (int32, versions 0)"""
-    endpoints: tuple[UpdateMetadataEndpoint, ...] = attrs.field(default=(), converter=tuple)
+    endpoints: tuple[UpdateMetadataEndpoint, ...] = attrs.field(default=(), converter=to_tuple)
     """The broker endpoints. ([]UpdateMetadataEndpoint, versions 1+)"""
     rack: str | None = ''
     """The rack which this broker belongs to. (string, versions 2+)"""
@@ -99,11 +99,11 @@ class UpdateMetadataRequest(Message):
     """The controller epoch. (int32, versions 0+)"""
     broker_epoch: int = -1
     """The broker epoch. (int64, versions 5+)"""
-    ungrouped_partition_states: tuple[UpdateMetadataPartitionState, ...] = attrs.field(default=(), converter=tuple)
+    ungrouped_partition_states: tuple[UpdateMetadataPartitionState, ...] = attrs.field(default=(), converter=to_tuple)
     """In older versions of this RPC, each partition that we would like to update. ([]UpdateMetadataPartitionState, versions 0-4)"""
-    topic_states: tuple[UpdateMetadataTopicState, ...] = attrs.field(default=(), converter=tuple)
+    topic_states: tuple[UpdateMetadataTopicState, ...] = attrs.field(default=(), converter=to_tuple)
     """In newer versions of this RPC, each topic that we would like to update. ([]UpdateMetadataTopicState, versions 5+)"""
-    live_brokers: tuple[UpdateMetadataBroker, ...] = attrs.field(default=(), converter=tuple)
+    live_brokers: tuple[UpdateMetadataBroker, ...] = attrs.field(default=(), converter=to_tuple)
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 

@@ -31,7 +31,7 @@ import pytest
 
 from ctrlbatch.batch import ControllerBrokerRequestBatch, OutboundRequest, RecordingTransport
 from ctrlbatch.context import (
-    ZERO_UUID,
+    ZERO_UUID,  # noqa: F401  (exported through the kt fixture)
     Broker,
     ControllerContext,
     EndPoint,

@@ -9,7 +9,7 @@ import attrs
 import pytest
 
 from ctrlbatch.requests import catalog
-from ctrlbatch.requests.gen_classes import class_source, module_name
+from ctrlbatch.requests.gen_classes import SHIPPED_SPEC_MODULE, class_source, module_name
 from ctrlbatch.requests.json_spec import load_json_spec
 from ctrlbatch.requests.spec import FieldSpec, MessageSpec
 from ctrlbatch.requests.versions import Versions
@@ -79,7 +79,7 @@ def test_generated_modules_are_up_to_date(spec: MessageSpec) -> None:
     import ctrlbatch.requests.messages as pkg
 
     path = Path(pkg.__file__).parent / f"{module_name(spec)}.py"
-    assert path.read_text(encoding="utf-8") == class_source(spec, "ctrlbatch.requests.catalog"), (
+    assert path.read_text(encoding="utf-8") == class_source(spec, SHIPPED_SPEC_MODULE), (
         "regenerate with: .venv/bin/python -m ctrlbatch.requests.gen_classes"
     )
 

@@ -268,9 +268,14 @@ def test_frame_reader_rejects_sizes_over_the_default_limit() -> None:
 
 
 def test_frame_reader_bad_size_after_good_frames_in_one_chunk() -> None:
+    # The good frames before a bad size are not lost: they come back first, then the reader
+    # raises on every later call.
     reader = FrameReader(max_frame_size=10)
+    assert reader.feed(_frame(b"a") + _frame(b"b") + struct.pack(">i", 11) + b"x" * 11) == [b"a", b"b"]
+    with pytest.raises(DecodeError, match="invalid frame size 11"):
+        reader.feed(b"")
     with pytest.raises(DecodeError):
-        reader.feed(_frame(b"a") + _frame(b"b") + struct.pack(">i", 11) + b"x" * 11)
+        reader.feed(_frame(b"c"))
 
 
 def test_frame_reader_accepts_a_frame_of_exactly_the_limit_and_empty_frames() -> None:

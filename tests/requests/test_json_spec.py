@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctrlbatch.requests import DecodeError
 from ctrlbatch.requests import messages as shipped
 from ctrlbatch.requests.gen_classes import load_message_classes
 from ctrlbatch.requests.json_spec import SpecError, load_json_spec, parse_json_spec
@@ -79,7 +80,7 @@ RECORD_CASES = [
 
 
 @pytest.mark.parametrize(("path", "version"), RECORD_CASES, ids=[f"{p.stem}-v{v}" for p, v in RECORD_CASES])
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_metadata_record_roundtrip(path: Path, version: int, data: st.DataObject) -> None:
     spec, classes = LOADED[path]
@@ -99,7 +100,7 @@ SHIPPED_CASES = [
 
 
 @pytest.mark.parametrize(("path", "version"), SHIPPED_CASES, ids=[f"{p.stem}-v{v}" for p, v in SHIPPED_CASES])
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_classes_from_json_match_the_shipped_classes(path: Path, version: int, data: st.DataObject) -> None:
     spec, classes = LOADED[path]
@@ -202,7 +203,7 @@ SINK_CLS = SINK_CLASSES["KitchenSinkRecord"]
 
 
 @pytest.mark.parametrize("version", range(4))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_field_kind_roundtrips(version: int, data: st.DataObject) -> None:
     obj = data.draw(messages(SINK_CLS, version))
@@ -210,6 +211,32 @@ def test_every_field_kind_roundtrips(version: int, data: st.DataObject) -> None:
     back = SINK_CLS.decode(raw, version)
     assert back == project(obj, version)
     assert back.encode(version) == raw
+
+
+GENERIC_FUZZ_CASES = [
+    (LOADED[p][1][LOADED[p][0].name], v) for p, v in RECORD_CASES
+] + [(SINK_CLS, v) for v in range(4)]
+
+
+@pytest.mark.parametrize(
+    ("cls", "version"), GENERIC_FUZZ_CASES, ids=[f"{c.__name__}-v{v}" for c, v in GENERIC_FUZZ_CASES]
+)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_generated_decoders_only_raise_decode_error(cls: Any, version: int, data: st.DataObject) -> None:
+    raw = bytearray(data.draw(messages(cls, version)).encode(version))
+    for _ in range(data.draw(st.integers(1, 3))):
+        p = data.draw(st.integers(0, len(raw)))
+        raw[p : p + data.draw(st.integers(0, 4))] = data.draw(st.sampled_from(
+            [b"", b"\x00", b"\xff", b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff", b"\xff\xff\xff\xff\x0f", b"\x80" * 5]
+            + [bytes([i]) for i in (1, 2, 0x7f, 0x80)]))
+    try:
+        obj = cls.decode(bytes(raw), version)
+    except DecodeError as e:
+        assert (e.message, e.version) == (cls.MESSAGE.name, version)
+        assert type(e.offset) is int and 0 <= e.offset <= len(raw), str(e)
+    else:
+        assert cls.decode(obj.encode(version), version) == obj
 
 
 def test_every_field_kind_bytes() -> None:
