@@ -19,6 +19,7 @@ from .events import (
     UpdateMetadataResponseReceived,
     UpdateType,
 )
+from .gc_pause import gc_paused
 from .request_batch import STATE_CHANGE_LOGGER, ControllerBrokerRequestBatch
 from .transport import OutboundRequest, RecordingTransport, ResponseCallback, Transport
 from .versions import leader_and_isr_version, stop_replica_version, update_metadata_version
@@ -40,6 +41,7 @@ __all__ = [
     "UpdateMetadataBuilder",
     "UpdateMetadataResponseReceived",
     "UpdateType",
+    "gc_paused",
     "leader_and_isr_version",
     "stop_replica_version",
     "update_metadata_version",

@@ -53,6 +53,14 @@ def _group_by_topic(states: Sequence[Any]) -> dict[str, list[Any]]:
     return groups
 
 
+def _topic_states(cls: Any, states: Sequence[Any], topic_ids: dict[str, uuid.UUID]) -> tuple[Any, ...]:
+    """The builders' v2+/v5+ grouping: one topic state per topic, ZERO_UUID for a topic without an id."""
+    return tuple(
+        cls(topic_name=t, topic_id=topic_ids.get(t, ZERO_UUID), partition_states=tuple(ss))
+        for t, ss in _group_by_topic(states).items()
+    )
+
+
 def epoch_offset(cls: type[Message], version: int) -> int | None:
     if version not in cls.MESSAGE.field("BrokerEpoch").versions:
         return None
@@ -91,10 +99,7 @@ class LeaderAndIsrBuilder:
         topic_states: tuple[LeaderAndIsrTopicState, ...] = ()
         ungrouped: tuple[LeaderAndIsrPartitionState, ...] = ()
         if v >= 2:
-            topic_states = tuple(
-                LeaderAndIsrTopicState(topic_name=t, topic_id=self.topic_ids.get(t, ZERO_UUID), partition_states=tuple(ss))
-                for t, ss in _group_by_topic(self.partition_states).items()
-            )
+            topic_states = _topic_states(LeaderAndIsrTopicState, self.partition_states, self.topic_ids)
         else:
             ungrouped = tuple(self.partition_states)
         return LeaderAndIsrRequest(
@@ -121,29 +126,32 @@ class LeaderAndIsrBuilder:
         empty = 1 if flexible else 4
         parts: list[bytes] = [env[:off]]
         ap = parts.append
+        # Each state's bytes once per send: memo (id -> bytes) is shared by every broker's
+        # builder, and the states stay alive meanwhile, so an id names one state.
+        states = self.partition_states
         memo_get = memo.get
         if v >= 2:
-            groups = _group_by_topic(self.partition_states)
+            groups = _group_by_topic(states)
             ap(array_count(len(groups), flexible))
             enc_topic = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrTopicState", v)
             tail = b"\x00" if flexible else b""
             cut = empty + len(tail)
-            for topic, states in groups.items():
+            for topic, group in groups.items():
                 head = memo_get(topic)
                 if head is None:
                     tb = enc_topic(LeaderAndIsrTopicState(topic_name=topic, topic_id=self.topic_ids.get(topic, ZERO_UUID)))
                     head = memo[topic] = tb[: len(tb) - cut]
                 ap(head)
-                ap(array_count(len(states), flexible))
-                for s in states:
+                ap(array_count(len(group), flexible))
+                for s in group:
                     b = memo_get(id(s))
                     if b is None:
                         b = memo[id(s)] = enc_state(s)
                     ap(b)
                 ap(tail)
         else:
-            ap(array_count(len(self.partition_states), flexible))
-            for s in self.partition_states:
+            ap(array_count(len(states), flexible))
+            for s in states:
                 b = memo_get(id(s))
                 if b is None:
                     b = memo[id(s)] = enc_state(s)
@@ -208,10 +216,7 @@ class UpdateMetadataBuilder:
         topic_states: tuple[UpdateMetadataTopicState, ...] = ()
         ungrouped: tuple[UpdateMetadataPartitionState, ...] = ()
         if v >= 5:
-            topic_states = tuple(
-                UpdateMetadataTopicState(topic_name=t, topic_id=self.topic_ids.get(t, ZERO_UUID), partition_states=tuple(ss))
-                for t, ss in _group_by_topic(self.partition_states).items()
-            )
+            topic_states = _topic_states(UpdateMetadataTopicState, self.partition_states, self.topic_ids)
         else:
             ungrouped = tuple(self.partition_states)
         return UpdateMetadataRequest(

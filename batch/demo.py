@@ -18,6 +18,7 @@ from typing import Any
 from ctrlbatch.context import MetadataVersion
 from ctrlbatch.requests import decode_request
 
+from .gc_pause import gc_paused
 from .scenarios import Cluster, HoldingTransport, build_context, failover
 
 _API_NAMES = {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}
@@ -44,10 +45,11 @@ def main(argv: list[str] | None = None) -> None:
     ctx, entries = build_context(c)
     t1 = time.perf_counter()
     transport = HoldingTransport()
-    batch = failover(ctx, entries, c, transport, mv)
-    t2 = time.perf_counter()
-    batch.send_requests_to_brokers(c.controller_epoch)
-    t3 = time.perf_counter()
+    with gc_paused():  # a bulk batch of acyclic objects: see gc_pause.py
+        batch = failover(ctx, entries, c, transport, mv)
+        t2 = time.perf_counter()
+        batch.send_requests_to_brokers(c.controller_epoch)
+        t3 = time.perf_counter()
     per_api: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])  # requests, partitions, bytes
     per_broker: dict[int, list[int]] = defaultdict(lambda: [0, 0])  # requests, bytes
     versions: dict[int, int] = {}

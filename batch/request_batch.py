@@ -56,6 +56,9 @@ from .versions import (
 )
 
 _log = logging.getLogger("ctrlbatch.batch")
+# Trusted constructors (no converters): the values below are already tuples and ints.
+_make_lair_state = LeaderAndIsrPartitionState.make
+_make_umr_state = UpdateMetadataPartitionState.make
 STATE_CHANGE_LOGGER = "state.change.logger"
 _NOT_EMPTY = "Controller to broker state change requests batch is not empty while creating a new one. "
 _PLAINTEXT = "PLAINTEXT"
@@ -123,7 +126,7 @@ class ControllerBrokerRequestBatch:
         self._membership_seen: object = None
         self._recovery_gate = False
         self._has_membership_version = False
-        self._offline_replicas: Callable[[TopicPartition, tuple[int, ...]], tuple[int, ...]] | None = None
+        self._update_metadata_view: Callable[[TopicPartition], Any] | None = None
         # Brokers holding an is_new LeaderAndIsr state / a delete StopReplica state: only for
         # them can a later add meet a sticky flag.
         self._lair_new_brokers: set[int] = set()
@@ -154,7 +157,7 @@ class ControllerBrokerRequestBatch:
         self._recovery_gate = self.metadata_version.is_at_least(LEADER_RECOVERY_STATE_SINCE)
         # Optional hints of ControllerContext (any ControllerChannelContext works without them).
         self._has_membership_version = hasattr(self.metadata_instance, "broker_membership_version")
-        self._offline_replicas = getattr(self.metadata_instance, "offline_replicas", None)
+        self._update_metadata_view = getattr(self.metadata_instance, "update_metadata_view", None)
         self._bind(self.metadata_instance)
 
     def _bind(self, ctx: Any) -> None:
@@ -197,7 +200,7 @@ class ControllerBrokerRequestBatch:
         if ctx is None:
             self._ctx()
         lai: LeaderAndIsr = leader_isr_and_controller_epoch.leader_and_isr
-        state = LeaderAndIsrPartitionState(
+        state = _make_lair_state(
             topic_partition.topic,
             topic_partition.partition,
             leader_isr_and_controller_epoch.controller_epoch,
@@ -210,14 +213,16 @@ class ControllerBrokerRequestBatch:
             replica_assignment.removing_replicas,
             is_new is True or bool(is_new),
             int(lai.leader_recovery_state) if self._recovery_gate else 0,
+            (),
         )
         requests = self.leader_and_isr_request_map
         new_brokers = self._lair_new_brokers
         for broker_id in broker_ids:
             if broker_id < 0:
                 continue
-            inner = requests.get(broker_id)
-            if inner is None:
+            if broker_id in requests:
+                inner = requests[broker_id]
+            else:
                 inner = requests[broker_id] = {}
             if is_new:
                 new_brokers.add(broker_id)
@@ -253,23 +258,30 @@ class ControllerBrokerRequestBatch:
                 brokers[b] = None
 
     def _add_update_metadata_partition(self, ctx: Any, tp: TopicPartition) -> None:
-        info = self._leadership_of(tp)
-        if info is None:
-            _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
-            return
-        replicas = tuple(self._assignment_of(tp))
-        if self._offline_replicas is not None:
-            offline = self._offline_replicas(tp, replicas)
+        """CCM:466-486 (a), for one partition: its state from the context's leadership, with
+        the offline replicas, and leader -2 (epochs 0) while its topic is queued for deletion."""
+        if self._update_metadata_view is not None:
+            view = self._update_metadata_view(tp)
+            if view is None:
+                _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
+                return
+            info, replicas, offline, queued = view
         else:
+            info = self._leadership_of(tp)
+            if info is None:
+                _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
+                return
+            replicas = tuple(self._assignment_of(tp))
             online = ctx.is_replica_online
             offline = tuple([r for r in replicas if not online(r, tp)])
+            queued = self._queued_for_deletion(tp.topic)
         lai = info.leader_and_isr
-        if self._queued_for_deletion(tp.topic):
+        if queued:
             leader, leader_epoch, partition_epoch = LeaderAndIsr.LEADER_DURING_DELETE, 0, 0
         else:
             leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
-        self.update_metadata_request_partition_info_map[tp] = UpdateMetadataPartitionState(
-            tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline
+        self.update_metadata_request_partition_info_map[tp] = _make_umr_state(
+            tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline, ()
         )
 
     def add_stop_replica_request_for_brokers(
@@ -331,7 +343,7 @@ class ControllerBrokerRequestBatch:
         version = leader_and_isr_version(self._mv())
         live_ids = ctx.live_or_shutting_down_broker_ids
         epochs = ctx.live_broker_id_and_epochs
-        topic_ids = ctx.topic_ids
+        topic_ids = dict(ctx.topic_ids)  # a snapshot shared by this send's builders
         listener = self.inter_broker_listener_name
         live_brokers = list(ctx.live_or_shutting_down_brokers)
         leaders_cache: dict[int, LeaderAndIsrLiveLeader] = {}
@@ -364,11 +376,9 @@ class ControllerBrokerRequestBatch:
                             n = b.node(listener)
                             node = leaders_cache[b.id] = LeaderAndIsrLiveLeader(n.id, n.host, n.port)
                         live_leaders.append(node)
-                topics = {s.topic_name: None for s in states.values()}
                 builder = LeaderAndIsrBuilder(
                     version, self.controller_id, controller_epoch, list(states.values()),
-                    {t: topic_ids[t] for t in topics if t in topic_ids}, tuple(live_leaders),
-                    self.kraft_controller, int(self.update_type),
+                    topic_ids, tuple(live_leaders), self.kraft_controller, int(self.update_type),
                 )
                 entry = shared[key] = (builder, SharedBody(builder.encode_body(broker_epoch, memo), offset))
             callback = functools.partial(self._handle_leader_and_isr_response, broker)

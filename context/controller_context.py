@@ -152,6 +152,25 @@ class ControllerContext:
 
     # ------------------------------------------------------ offline log dirs
 
+    def update_metadata_view(
+        self, partition: TopicPartition
+    ) -> tuple[LeaderIsrAndControllerEpoch, tuple[int, ...], tuple[int, ...], bool] | None:
+        """What an UpdateMetadata partition state is built from, in one call (an optional hint
+        the batch uses): (leadership, replicas, offline replicas, topic queued for deletion),
+        or None when the partition has no leadership."""
+        info = self._partition_leadership_info.get(partition)
+        if info is None:
+            return None
+        assignment = self._partition_assignments.get(partition.topic, _NO_ASSIGNMENTS).get(partition.partition)
+        replicas = () if assignment is None else assignment.replicas
+        live = self._live_broker_epochs
+        if not self.shutting_down_broker_ids and not self._replicas_on_offline_dirs:
+            offline = tuple([r for r in replicas if r not in live])
+        else:
+            online = self.is_replica_online
+            offline = tuple([r for r in replicas if not online(r, partition)])
+        return info, replicas, offline, partition.topic in self._topics_to_be_deleted
+
     def offline_replicas(self, partition: TopicPartition, replicas: Iterable[int]) -> tuple[int, ...]:
         """The replicas r of ``partition`` for which ``is_replica_online(r, partition)`` is false,
         in order: one call instead of one per replica (an optional hint the batch uses)."""

@@ -136,10 +136,10 @@ class DecoderGen:
                 s(f"{values[f.attr]} = {self.default_expr(f)}")
             ut = self.tag_section(st, tagged, values, where)
         self.flush()
-        cls = s.const(self.classes[cls_name], "_c")
+        make = s.const(self.classes[cls_name].make, "_mk")
         res = s.fresh("r")
         args = ", ".join(values[f.attr] for f in st.fields)
-        s(f"{res} = {cls}({args}{', ' if args else ''}{ut})")
+        s(f"{res} = {make}({args}{', ' if args else ''}{ut})")
         return res
 
     def default_expr(self, f: FieldSpec) -> str:

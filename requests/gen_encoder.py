@@ -158,14 +158,21 @@ class EncoderGen:
             self.flush(run, o, where, pad=True, direct=direct)
         s("else:")
         with s.indent():
-            if direct:
-                s("out = []")
-                s("ap = out.append")
-            for f in run:
-                self.value(f, f"{o}.{f.attr}", where)
-            s(f"_wtags(ap, [], {o}.unknown_tagged_fields)")
-            if direct:
-                s("return b''.join(out)")
+            self.plain(run, o, where, direct, f"_wtags(ap, [], {o}.unknown_tagged_fields)")
+
+    def plain(self, run: list[FieldSpec], o: str, where: str, direct: bool, tail: str | None) -> None:
+        """Field by field (the slow path of a fused run), then the tail statement if any; when
+        direct, into a list of its own whose bytes are returned."""
+        s = self.src
+        if direct:
+            s("out = []")
+            s("ap = out.append")
+        for f in run:
+            self.value(f, f"{o}.{f.attr}", where)
+        if tail:
+            s(tail)
+        if direct:
+            s("return b''.join(out)")
 
     # -- fused runs (fast flavour)
     def fusable(self, f: FieldSpec) -> bool:
@@ -260,15 +267,7 @@ class EncoderGen:
             s.depth -= 1
             s("else:")
             with s.indent():
-                if direct:
-                    s("out = []")
-                    s("ap = out.append")
-                for f in run:
-                    self.value(f, f"{o}.{f.attr}", where)
-                if pad:
-                    s("ap(b'\\x00')")
-                if direct:
-                    s("return b''.join(out)")
+                self.plain(run, o, where, direct, "ap(b'\\x00')" if pad else None)
 
     # -- single values (plain, used by both flavours)
     def value(self, f: FieldSpec, val: str, where: str) -> None:
