@@ -136,7 +136,7 @@ class DecoderGen:
                 s(f"{values[f.attr]} = {self.default_expr(f)}")
             ut = self.tag_section(st, tagged, values, where)
         self.flush()
-        make = s.const(self.classes[cls_name].make, "_mk")
+        make = s.const(self.classes[cls_name].make, "_mk")  # type: ignore[attr-defined]
         res = s.fresh("r")
         args = ", ".join(values[f.attr] for f in st.fields)
         s(f"{res} = {make}({args}{', ' if args else ''}{ut})")

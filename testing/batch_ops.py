@@ -13,6 +13,9 @@ Rules:
   ones (the batch must copy the arguments, not the context); ``is_new`` and ``delete_partition``
   are random so that the sticky-OR rules get exercised.
 - Broker lists may be empty, repeat ids, or be all negative (the UpdateMetadata leftover case).
+- A sequence draws most partitions from a few "focus" partitions, repeats earlier ops with a
+  new flag and reuses earlier broker lists, so the same (broker, partition) is often added
+  twice in one batch.
 """
 
 from __future__ import annotations
@@ -23,7 +26,12 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from ctrlbatch.context import ControllerContext, LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
+from ctrlbatch.context import (
+    ControllerContext,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
 
 from .contexts import INT32_MAX, known_partitions, leaderships, referenced_broker_ids, replica_assignments
 
@@ -33,11 +41,14 @@ __all__ = [
     "AddUpdateMetadata",
     "BatchOp",
     "apply_ops",
+    "around",
     "batch_op_sequences",
     "batch_ops",
     "broker_id_lists",
+    "focus_partitions",
     "leader_and_isr_ops",
     "op_partitions",
+    "related_ops",
     "stop_replica_ops",
     "update_metadata_ops",
 ]
@@ -98,7 +109,8 @@ def apply_ops(ops: Iterable[BatchOp], batch: Any) -> None:
 
 def broker_id_lists(context: ControllerContext, max_size: int = 4) -> st.SearchStrategy[tuple[int, ...]]:
     """Broker id lists: mostly ids the context knows (live, shutting down, dead), some negative
-    or unknown ones; sometimes exactly the live-or-shutting-down brokers."""
+    or unknown ones; sometimes exactly the live-or-shutting-down brokers, sometimes nobody
+    (empty or all negative)."""
     live = sorted(context.live_or_shutting_down_broker_ids)
     known = sorted(referenced_broker_ids(context) | set(live))
     unknown = [max(known, default=-1) + 1, INT32_MAX]
@@ -107,8 +119,11 @@ def broker_id_lists(context: ControllerContext, max_size: int = 4) -> st.SearchS
         st.sampled_from(NEGATIVE_BROKER_IDS),
         st.sampled_from(unknown),
     )
-    lists = st.lists(one, max_size=max_size).map(tuple)
-    return st.one_of(lists, st.just(tuple(live))) if live else lists
+    lists = st.lists(one, min_size=1, max_size=max_size).map(tuple)
+    nobody = st.one_of(st.just(()), st.lists(st.sampled_from(NEGATIVE_BROKER_IDS), min_size=1, max_size=2).map(tuple))
+    if not live:
+        return st.one_of(lists, lists, nobody)
+    return st.one_of(lists, lists, st.just(tuple(live)), st.just(tuple(live)), nobody)
 
 
 def op_partitions(context: ControllerContext) -> st.SearchStrategy[TopicPartition]:
@@ -127,9 +142,11 @@ def op_partitions(context: ControllerContext) -> st.SearchStrategy[TopicPartitio
 
 
 @st.composite
-def leader_and_isr_ops(draw: st.DrawFn, context: ControllerContext) -> AddLeaderAndIsr:
+def leader_and_isr_ops(
+    draw: st.DrawFn, context: ControllerContext, partitions: st.SearchStrategy[TopicPartition] | None = None
+) -> AddLeaderAndIsr:
     """A LeaderAndIsr add: the context's leadership/assignment for the partition, or random ones."""
-    tp = draw(op_partitions(context))
+    tp = draw(op_partitions(context) if partitions is None else partitions)
     pool = sorted(referenced_broker_ids(context))
     current = context.partition_leadership_info(tp)
     assignment = context.partition_full_replica_assignment(tp)
@@ -142,26 +159,73 @@ def leader_and_isr_ops(draw: st.DrawFn, context: ControllerContext) -> AddLeader
     return AddLeaderAndIsr(draw(broker_id_lists(context)), tp, leadership, assignment, draw(st.booleans()))
 
 
-def update_metadata_ops(context: ControllerContext) -> st.SearchStrategy[AddUpdateMetadata]:
+def update_metadata_ops(
+    context: ControllerContext, partitions: st.SearchStrategy[TopicPartition] | None = None
+) -> st.SearchStrategy[AddUpdateMetadata]:
     """An UpdateMetadata add: brokers (maybe none) and partitions (maybe none, maybe unknown)."""
-    return st.builds(
-        AddUpdateMetadata, broker_id_lists(context), st.lists(op_partitions(context), max_size=4).map(tuple)
+    tps = op_partitions(context) if partitions is None else partitions
+    return st.builds(AddUpdateMetadata, broker_id_lists(context), st.lists(tps, max_size=4).map(tuple))
+
+
+def stop_replica_ops(
+    context: ControllerContext, partitions: st.SearchStrategy[TopicPartition] | None = None
+) -> st.SearchStrategy[AddStopReplica]:
+    """A StopReplica add with a random delete flag; often for a topic queued for deletion, as
+    the controller's topic deletion does."""
+    deleting = [tp for tp in known_partitions(context) if tp.topic in context.topics_queued_for_deletion]
+    tps = op_partitions(context) if partitions is None else partitions
+    if deleting:
+        tps = st.one_of(tps, st.sampled_from(deleting))
+    return st.builds(AddStopReplica, broker_id_lists(context), tps, st.booleans())
+
+
+def batch_ops(
+    context: ControllerContext, partitions: st.SearchStrategy[TopicPartition] | None = None
+) -> st.SearchStrategy[BatchOp]:
+    """Any one add operation against ``context`` (partitions from ``partitions`` if given)."""
+    return st.one_of(
+        leader_and_isr_ops(context, partitions), update_metadata_ops(context, partitions), stop_replica_ops(context, partitions)
     )
 
 
-def stop_replica_ops(context: ControllerContext) -> st.SearchStrategy[AddStopReplica]:
-    """A StopReplica add with a random delete flag."""
-    return st.builds(AddStopReplica, broker_id_lists(context), op_partitions(context), st.booleans())
+def focus_partitions(context: ControllerContext) -> st.SearchStrategy[list[TopicPartition]]:
+    """One to three distinct partitions for a sequence to keep coming back to."""
+    return st.lists(op_partitions(context), min_size=1, max_size=3, unique=True)
 
 
-def batch_ops(context: ControllerContext) -> st.SearchStrategy[BatchOp]:
-    """Any one add operation against ``context``."""
-    return st.one_of(leader_and_isr_ops(context), update_metadata_ops(context), stop_replica_ops(context))
+def around(context: ControllerContext, focus: list[TopicPartition]) -> st.SearchStrategy[TopicPartition]:
+    """Mostly the focus partitions, sometimes any other."""
+    return st.one_of(st.sampled_from(focus), st.sampled_from(focus), op_partitions(context))
 
 
+@st.composite
+def related_ops(draw: st.DrawFn, ops: st.SearchStrategy[BatchOp], previous: list[BatchOp]) -> BatchOp:
+    """An op related to earlier ones of the same batch: a third of the time an earlier op again
+    with its flag (``is_new`` / ``delete_partition``) redrawn, else a fresh op from ``ops``
+    that half the time goes to the brokers of an earlier op."""
+    if previous and draw(st.integers(0, 2)) == 0:
+        again = draw(st.sampled_from(previous))
+        if isinstance(again, AddLeaderAndIsr):
+            return attrs.evolve(again, is_new=draw(st.booleans()))
+        if isinstance(again, AddStopReplica):
+            return attrs.evolve(again, delete_partition=draw(st.booleans()))
+        return again
+    op = draw(ops)
+    reuse: bool = bool(previous) and draw(st.booleans())
+    if reuse:
+        op = attrs.evolve(op, broker_ids=draw(st.sampled_from(previous)).broker_ids)
+    return op
+
+
+@st.composite
 def batch_op_sequences(
-    context: ControllerContext, min_size: int = 0, max_size: int = 8
-) -> st.SearchStrategy[tuple[BatchOp, ...]]:
-    """A sequence of adds for one batch. Partitions repeat often, so last-add-wins and sticky
-    flags are exercised."""
-    return st.lists(batch_ops(context), min_size=min_size, max_size=max_size).map(tuple)
+    draw: st.DrawFn, context: ControllerContext, min_size: int = 0, max_size: int = 8
+) -> tuple[BatchOp, ...]:
+    """A sequence of adds for one batch, built with ``related_ops`` around a few focus
+    partitions, so one (broker, partition) is often added twice: last-add-wins and the sticky
+    flags get exercised."""
+    fresh = batch_ops(context, around(context, draw(focus_partitions(context), label="focus")))
+    ops: list[BatchOp] = []
+    for _ in range(draw(st.sampled_from(range(min_size, max_size + 1)), label="size")):
+        ops.append(draw(related_ops(fresh, ops)))
+    return tuple(ops)

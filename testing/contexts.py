@@ -14,7 +14,10 @@ Rules:
   report, but epochs and ids range over the whole wire type.
 - Mutations (``context_mutations(context)``) are frozen attrs values with ``apply(context)``,
   drawn against one context's current state, so a test can print and replay them on a copy.
-- Nothing here reads the batch: these are inputs, not expectations.
+- ``ChannelContextView(context)`` hides everything but the ten ControllerChannelContext members,
+  so a batch fed with it takes its plain-protocol paths instead of ControllerContext's hints.
+- Nothing here reads the batch: these are inputs, not expectations (``metadata_versions`` only
+  uses the batch's version tables to spread its draws).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
+from ctrlbatch.batch.versions import leader_and_isr_version, stop_replica_version, update_metadata_version
 from ctrlbatch.context import (
     ZERO_UUID,
     Broker,
@@ -42,6 +46,7 @@ from ctrlbatch.context import (
 
 __all__ = [
     "BrokerDies",
+    "ChannelContextView",
     "BrokerRestarts",
     "BrokerShutsDown",
     "BrokerStarts",
@@ -95,12 +100,27 @@ topic_names = st.one_of(
 
 
 def metadata_versions(
-    min_version: MetadataVersion | None = None, max_version: MetadataVersion | None = None
+    min_version: MetadataVersion | None = None,
+    max_version: MetadataVersion | None = None,
+    *,
+    by_wire_versions: bool = True,
 ) -> st.SearchStrategy[MetadataVersion]:
-    """A MetadataVersion (inter.broker.protocol.version), optionally within [min, max]."""
+    """A MetadataVersion (inter.broker.protocol.version), optionally within [min, max].
+
+    With ``by_wire_versions`` (the default) every distinct (LeaderAndIsr, UpdateMetadata,
+    StopReplica) version triple is equally likely, then any IBP giving it: 57 IBPs map to only
+    12 triples, most of them recent, so a plain uniform draw would rarely reach the old ones.
+    """
     lo = MetadataVersion.VERSIONS[0] if min_version is None else min_version
     hi = MetadataVersion.VERSIONS[-1] if max_version is None else max_version
-    return st.sampled_from([v for v in MetadataVersion.VERSIONS if lo <= v <= hi])
+    candidates = [v for v in MetadataVersion.VERSIONS if lo <= v <= hi]
+    if not by_wire_versions:
+        return st.sampled_from(candidates)
+    groups: dict[tuple[int, int, int], list[MetadataVersion]] = {}
+    for v in candidates:
+        key = (leader_and_isr_version(v), update_metadata_version(v), stop_replica_version(v))
+        groups.setdefault(key, []).append(v)
+    return st.sampled_from(list(groups.values())).flatmap(st.sampled_from)
 
 
 # ---------------------------------------------------------------------------- brokers
@@ -232,6 +252,57 @@ def controller_contexts(
         for b in draw(st.sets(st.sampled_from(pool), max_size=2)):
             context.add_replicas_on_offline_dirs(b, draw(st.sets(st.sampled_from(partitions), min_size=1)))
     return context
+
+
+# ---------------------------------------------------------------------------- plain view
+
+
+class ChannelContextView:
+    """Exactly the ten ``ControllerChannelContext`` members of a live context, nothing more.
+
+    A batch given this sees none of ``ControllerContext``'s optional hints (membership version,
+    bulk look-ups), so it takes its plain-protocol code paths; mutations of the wrapped context
+    show through at once.
+    """
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: ControllerContext) -> None:
+        self._context = context
+
+    def is_topic_deletion_in_progress(self, topic: str) -> bool:
+        return self._context.is_topic_deletion_in_progress(topic)
+
+    @property
+    def topic_ids(self) -> Any:
+        return self._context.topic_ids
+
+    @property
+    def live_broker_id_and_epochs(self) -> Any:
+        return self._context.live_broker_id_and_epochs
+
+    @property
+    def live_or_shutting_down_brokers(self) -> Any:
+        return self._context.live_or_shutting_down_brokers
+
+    def is_topic_queued_up_for_deletion(self, topic: str) -> bool:
+        return self._context.is_topic_queued_up_for_deletion(topic)
+
+    def is_replica_online(self, broker_id: int, partition: TopicPartition) -> bool:
+        return self._context.is_replica_online(broker_id, partition)
+
+    def partition_replica_assignment(self, partition: TopicPartition) -> Any:
+        return self._context.partition_replica_assignment(partition)
+
+    def leader_epoch(self, partition: TopicPartition) -> int:
+        return self._context.leader_epoch(partition)
+
+    @property
+    def live_or_shutting_down_broker_ids(self) -> Any:
+        return self._context.live_or_shutting_down_broker_ids
+
+    def partition_leadership_info(self, partition: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+        return self._context.partition_leadership_info(partition)
 
 
 # ---------------------------------------------------------------------------- mutations
@@ -413,13 +484,15 @@ def context_mutations(
     partitions = known_partitions(context)
     options: list[st.SearchStrategy[Any]] = []
 
+    # Membership changes come twice: they move every UpdateMetadata recipient set.
     if not_live:
-        options.append(st.sampled_from(not_live).flatmap(
+        starts = st.sampled_from(not_live).flatmap(
             lambda b: st.builds(BrokerStarts, brokers(b, custom_listeners), broker_epochs)
-        ))
+        )
+        options += [starts, starts]
     if live:
         ids = st.sampled_from(live)
-        options.append(st.builds(BrokerDies, ids, st.booleans()))
+        options += [st.builds(BrokerDies, ids, st.booleans())] * 2
         options.append(st.builds(BrokerShutsDown, ids))
         options.append(ids.flatmap(lambda b: st.builds(BrokerRestarts, brokers(b, custom_listeners), broker_epochs)))
         regs = sorted(context.live_or_shutting_down_brokers, key=lambda b: b.id)
