@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -82,6 +82,18 @@ class SharedBody:
         return [view[:off], _EPOCH.pack(broker_epoch), view[off + 8 :]]
 
 
+def encode_states(states: Iterable[LeaderAndIsrPartitionState], version: int, memo: dict[Any, bytes]) -> None:
+    """Put each distinct state's bytes at version in memo under id(state), encoding each once.
+    The states must stay alive while memo is used (they do: the batch holds them), so that an id
+    names one state. Iteration and look-ups run in C; only the encoder is Python."""
+    enc = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version)
+    all_states = list(states)
+    distinct = dict(zip(map(id, all_states), all_states, strict=True))
+    for key in [k for k in distinct if k in memo]:
+        del distinct[key]
+    memo.update(zip(distinct.keys(), map(enc, distinct.values()), strict=True))
+
+
 @attrs.define(slots=True, eq=False)
 class LeaderAndIsrBuilder:
     version: int
@@ -115,10 +127,9 @@ class LeaderAndIsrBuilder:
 
     def encode_body(self, broker_epoch: int, memo: dict[Any, bytes]) -> bytes:
         """The body bytes, reusing in memo the encodings of states and topic headers that other
-        brokers' requests of the same send already produced."""
+        brokers' requests of the same send already produced (see encode_states)."""
         v = self.version
         flexible = LeaderAndIsrRequest.is_flexible(v)
-        enc_state = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", v)
         env = self.build_no_states(broker_epoch).encode(v)
         field = "TopicStates" if v >= 2 else "UngroupedPartitionStates"
         off = fixed_offset(LeaderAndIsrRequest.SPEC, v, field)
@@ -126,16 +137,18 @@ class LeaderAndIsrBuilder:
         empty = 1 if flexible else 4
         parts: list[bytes] = [env[:off]]
         ap = parts.append
-        # Each state's bytes once per send: memo (id -> bytes) is shared by every broker's
-        # builder, and the states stay alive meanwhile, so an id names one state.
         states = self.partition_states
-        memo_get = memo.get
+        missing = [s for s in states if id(s) not in memo]
+        if missing:
+            encode_states(missing, v, memo)
+        encoded = memo.__getitem__
         if v >= 2:
             groups = _group_by_topic(states)
             ap(array_count(len(groups), flexible))
             enc_topic = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrTopicState", v)
             tail = b"\x00" if flexible else b""
             cut = empty + len(tail)
+            memo_get = memo.get
             for topic, group in groups.items():
                 head = memo_get(topic)
                 if head is None:
@@ -143,19 +156,11 @@ class LeaderAndIsrBuilder:
                     head = memo[topic] = tb[: len(tb) - cut]
                 ap(head)
                 ap(array_count(len(group), flexible))
-                for s in group:
-                    b = memo_get(id(s))
-                    if b is None:
-                        b = memo[id(s)] = enc_state(s)
-                    ap(b)
+                ap(b"".join(map(encoded, map(id, group))))
                 ap(tail)
         else:
             ap(array_count(len(states), flexible))
-            for s in states:
-                b = memo_get(id(s))
-                if b is None:
-                    b = memo[id(s)] = enc_state(s)
-                ap(b)
+            ap(b"".join(map(encoded, map(id, states))))
         ap(env[off + empty :])
         return b"".join(parts)
 

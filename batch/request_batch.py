@@ -18,7 +18,9 @@ every broker that receives the same content: only the 8 broker-epoch bytes diffe
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
+import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -39,7 +41,14 @@ from ctrlbatch.requests import (
     UpdateMetadataRequest,
 )
 
-from .builders import LeaderAndIsrBuilder, SharedBody, StopReplicaBuilder, UpdateMetadataBuilder, epoch_offset
+from .builders import (
+    LeaderAndIsrBuilder,
+    SharedBody,
+    StopReplicaBuilder,
+    UpdateMetadataBuilder,
+    encode_states,
+    epoch_offset,
+)
 from .events import (
     LeaderAndIsrResponseReceived,
     TopicDeletionStopReplicaResponseReceived,
@@ -59,6 +68,7 @@ _log = logging.getLogger("ctrlbatch.batch")
 # Trusted constructors (no converters): the values below are already tuples and ints.
 _make_lair_state = LeaderAndIsrPartitionState.make
 _make_umr_state = UpdateMetadataPartitionState.make
+_leader_of = operator.attrgetter("leader")
 STATE_CHANGE_LOGGER = "state.change.logger"
 _NOT_EMPTY = "Controller to broker state change requests batch is not empty while creating a new one. "
 _PLAINTEXT = "PLAINTEXT"
@@ -349,11 +359,16 @@ class ControllerBrokerRequestBatch:
         leaders_cache: dict[int, LeaderAndIsrLiveLeader] = {}
         offset = epoch_offset(LeaderAndIsrRequest, version)
         memo: dict[Any, bytes] = {}
+        # Every distinct partition state is encoded once, for all the brokers that get it.
+        encode_states(
+            itertools.chain.from_iterable(s.values() for b, s in self.leader_and_isr_request_map.items() if b in live_ids),
+            version, memo,
+        )
         shared: dict[tuple[int, ...], tuple[LeaderAndIsrBuilder, SharedBody]] = {}
         for broker, states in self.leader_and_isr_request_map.items():
             if broker not in live_ids:
                 continue
-            leaders = [s.leader for s in states.values()]
+            leaders = list(map(_leader_of, states.values()))
             leader_ids = set(leaders)
             become_leader = leaders.count(broker)
             if log.debug_enabled():

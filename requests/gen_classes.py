@@ -40,7 +40,8 @@ def _default_src(f: FieldSpec) -> str:
 
 
 def _struct_src(s: StructSpec, base: str, doc: str) -> str:
-    lines = ["@attrs.frozen", f"class {s.name}({base}):"]
+    # No __weakref__ slot: it would make the layout unfit for model.make's class switch.
+    lines = ["@attrs.frozen(weakref_slot=False)", f"class {s.name}({base}):"]
     lines.append(textwrap.indent(f'"""{doc}"""', "    ") if doc else '    """"""')
     lines.append("")
     for f in s.fields:

@@ -137,14 +137,16 @@ def bind(spec: MessageSpec, message_cls: type[Message], struct_classes: list[typ
 def _trusted_constructor(cls: type[Struct]) -> Any:
     """make(all attributes, positionally, unknown_tagged_fields last): builds an instance
     without converters, for callers whose values are already right (decoders, the batch).
-    About half the cost of __init__ on a frozen class: slots are set through their descriptors."""
+
+    A frozen class's __setattr__ refuses assignment, so its __init__ sets each slot through a
+    slow generic call. make fills a twin class of the same layout with plain (specialised)
+    slot stores, then switches the object's class: a third of the cost of __init__."""
     names = [a.name for a in cls.__attrs_attrs__]  # type: ignore[attr-defined]
-    ns: dict[str, Any] = {"_new": object.__new__, "_C": cls}
-    for i, n in enumerate(names):
-        ns[f"_s{i}"] = cls.__dict__[n].__set__
+    twin = type(f"_{cls.__name__}Filling", cls.__bases__, {"__slots__": cls.__slots__})
     params = ", ".join(f"a{i}" for i in range(len(names)))
-    body = "".join(f"    _s{i}(o, a{i})\n" for i in range(len(names)))
-    exec(f"def make({params}):\n    o = _new(_C)\n{body}    return o\n", ns)
+    body = "".join(f"    o.{n} = a{i}\n" for i, n in enumerate(names))
+    ns: dict[str, Any] = {"_new": object.__new__, "_C": cls, "_T": twin}
+    exec(f"def make({params}):\n    o = _new(_T)\n{body}    o.__class__ = _C\n    return o\n", ns)
     return ns["make"]
 
 

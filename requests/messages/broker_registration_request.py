@@ -11,7 +11,7 @@ from ..model import Message, Struct, bind, to_tuple  # noqa: F401
 from ..spec import ZERO_UUID  # noqa: F401
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class Listener(Struct):
     """Listener, a struct of BrokerRegistrationRequest."""
 
@@ -27,7 +27,7 @@ class Listener(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class Feature(Struct):
     """Feature, a struct of BrokerRegistrationRequest."""
 
@@ -41,7 +41,7 @@ class Feature(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class BrokerRegistrationRequest(Message):
     """BrokerRegistrationRequest: the request of api key 62, versions 0-5, flexible 0+."""
 

@@ -11,7 +11,7 @@ from ..model import Message, Struct, bind, to_tuple  # noqa: F401
 from ..spec import ZERO_UUID  # noqa: F401
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class BrokerRegistrationResponse(Message):
     """BrokerRegistrationResponse: the response of api key 62, versions 0-5, flexible 0+."""
 

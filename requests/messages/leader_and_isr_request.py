@@ -11,7 +11,7 @@ from ..model import Message, Struct, bind, to_tuple  # noqa: F401
 from ..spec import ZERO_UUID  # noqa: F401
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class LeaderAndIsrPartitionState(Struct):
     """LeaderAndIsrPartitionState, a struct of LeaderAndIsrRequest."""
 
@@ -43,7 +43,7 @@ class LeaderAndIsrPartitionState(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class LeaderAndIsrTopicState(Struct):
     """LeaderAndIsrTopicState, a struct of LeaderAndIsrRequest."""
 
@@ -57,7 +57,7 @@ class LeaderAndIsrTopicState(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class LeaderAndIsrLiveLeader(Struct):
     """LeaderAndIsrLiveLeader, a struct of LeaderAndIsrRequest."""
 
@@ -71,7 +71,7 @@ class LeaderAndIsrLiveLeader(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class LeaderAndIsrRequest(Message):
     """LeaderAndIsrRequest: the request of api key 4, versions 0-7, flexible 4+."""
 

@@ -11,7 +11,7 @@ from ..model import Message, Struct, bind, to_tuple  # noqa: F401
 from ..spec import ZERO_UUID  # noqa: F401
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class LeaderAndIsrPartitionError(Struct):
     """LeaderAndIsrPartitionError, a struct of LeaderAndIsrResponse."""
 
@@ -25,7 +25,7 @@ class LeaderAndIsrPartitionError(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class LeaderAndIsrTopicError(Struct):
     """LeaderAndIsrTopicError, a struct of LeaderAndIsrResponse."""
 
@@ -37,7 +37,7 @@ class LeaderAndIsrTopicError(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class LeaderAndIsrResponse(Message):
     """LeaderAndIsrResponse: the response of api key 4, versions 0-7, flexible 4+."""
 

@@ -11,7 +11,7 @@ from ..model import Message, Struct, bind, to_tuple  # noqa: F401
 from ..spec import ZERO_UUID  # noqa: F401
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class StopReplicaPartitionV0(Struct):
     """StopReplicaPartitionV0, a struct of StopReplicaRequest."""
 
@@ -23,7 +23,7 @@ class StopReplicaPartitionV0(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class StopReplicaTopicV1(Struct):
     """StopReplicaTopicV1, a struct of StopReplicaRequest."""
 
@@ -35,7 +35,7 @@ class StopReplicaTopicV1(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class StopReplicaPartitionState(Struct):
     """StopReplicaPartitionState, a struct of StopReplicaRequest."""
 
@@ -49,7 +49,7 @@ class StopReplicaPartitionState(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class StopReplicaTopicState(Struct):
     """StopReplicaTopicState, a struct of StopReplicaRequest."""
 
@@ -61,7 +61,7 @@ class StopReplicaTopicState(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class StopReplicaRequest(Message):
     """StopReplicaRequest: the request of api key 5, versions 0-4, flexible 2+."""
 

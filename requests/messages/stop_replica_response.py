@@ -11,7 +11,7 @@ from ..model import Message, Struct, bind, to_tuple  # noqa: F401
 from ..spec import ZERO_UUID  # noqa: F401
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class StopReplicaPartitionError(Struct):
     """StopReplicaPartitionError, a struct of StopReplicaResponse."""
 
@@ -25,7 +25,7 @@ class StopReplicaPartitionError(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class StopReplicaResponse(Message):
     """StopReplicaResponse: the response of api key 5, versions 0-4, flexible 2+."""
 

@@ -11,7 +11,7 @@ from ..model import Message, Struct, bind, to_tuple  # noqa: F401
 from ..spec import ZERO_UUID  # noqa: F401
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class UpdateMetadataPartitionState(Struct):
     """UpdateMetadataPartitionState, a struct of UpdateMetadataRequest."""
 
@@ -37,7 +37,7 @@ class UpdateMetadataPartitionState(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class UpdateMetadataTopicState(Struct):
     """UpdateMetadataTopicState, a struct of UpdateMetadataRequest."""
 
@@ -51,7 +51,7 @@ class UpdateMetadataTopicState(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class UpdateMetadataEndpoint(Struct):
     """UpdateMetadataEndpoint, a struct of UpdateMetadataRequest."""
 
@@ -67,7 +67,7 @@ class UpdateMetadataEndpoint(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class UpdateMetadataBroker(Struct):
     """UpdateMetadataBroker, a struct of UpdateMetadataRequest."""
 
@@ -85,7 +85,7 @@ class UpdateMetadataBroker(Struct):
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
 
-@attrs.frozen
+@attrs.frozen(weakref_slot=False)
 class UpdateMetadataRequest(Message):
     """UpdateMetadataRequest: the request of api key 6, versions 0-8, flexible 6+."""
 
