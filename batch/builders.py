@@ -126,8 +126,15 @@ class LeaderAndIsrBuilder:
         )
 
     def encode_body(self, broker_epoch: int, memo: dict[Any, bytes]) -> bytes:
-        """The body bytes, reusing in memo the encodings of states and topic headers that other
-        brokers' requests of the same send already produced (see encode_states)."""
+        """The body bytes, from the states' bytes in memo (put there by encode_states for all
+        the brokers of a send; encoded here if missing) and topic headers cached in it."""
+        try:
+            return self._encode_body(broker_epoch, memo)
+        except KeyError:
+            encode_states(self.partition_states, self.version, memo)
+            return self._encode_body(broker_epoch, memo)
+
+    def _encode_body(self, broker_epoch: int, memo: dict[Any, bytes]) -> bytes:
         v = self.version
         flexible = LeaderAndIsrRequest.is_flexible(v)
         env = self.build_no_states(broker_epoch).encode(v)
@@ -138,9 +145,6 @@ class LeaderAndIsrBuilder:
         parts: list[bytes] = [env[:off]]
         ap = parts.append
         states = self.partition_states
-        missing = [s for s in states if id(s) not in memo]
-        if missing:
-            encode_states(missing, v, memo)
         encoded = memo.__getitem__
         if v >= 2:
             groups = _group_by_topic(states)

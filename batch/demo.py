@@ -82,10 +82,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"ctrlbatch failover: {c.partitions:,} partitions, RF {c.replication_factor}, {c.brokers} brokers, IBP {mv.version}")
     print(f"  context built in {t1 - t0:.2f} s; batch: accumulate {t2 - t1:.2f} s, build {t3 - t2:.2f} s, "
           f"encode frames {t4 - t3:.2f} s (total {t4 - t1:.2f} s)")
-    print(f"  {'api':16s} {'version':>7s} {'requests':>9s} {'partitions':>12s} {'bytes':>14s}")
+    bodies: dict[int, dict[int, int]] = defaultdict(dict)  # api -> id(shared body) -> its size
+    for items in transport.queues.values():
+        for request, _ in items:
+            bodies[request.api_key][id(request.shared)] = request.body_size()
+    print(f"  {'api':16s} {'version':>7s} {'requests':>9s} {'partition states':>17s} {'frame bytes':>14s} "
+          f"{'bodies encoded':>15s} {'body bytes':>12s}")
     for key in sorted(per_api):
         r, p, b = per_api[key]
-        print(f"  {_API_NAMES.get(key, key):16s} {versions[key]:>7d} {r:>9,d} {p:>12,d} {b:>14,d}")
+        n_bodies, body_bytes = len(bodies[key]), sum(bodies[key].values())
+        print(f"  {_API_NAMES.get(key, key):16s} {versions[key]:>7d} {r:>9,d} {p:>17,d} {b:>14,d} "
+              f"{n_bodies:>15,d} {body_bytes:>12,d}")
     total = sum(b for _, b in per_broker.values())
     print(f"  per broker: {len(per_broker)} brokers, {min(r for r, _ in per_broker.values())}-"
           f"{max(r for r, _ in per_broker.values())} requests each, "
