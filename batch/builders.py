@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -82,18 +82,6 @@ class SharedBody:
         return [view[:off], _EPOCH.pack(broker_epoch), view[off + 8 :]]
 
 
-def encode_states(states: Iterable[LeaderAndIsrPartitionState], version: int, memo: dict[Any, bytes]) -> None:
-    """Put each distinct state's bytes at version in memo under id(state), encoding each once.
-    The states must stay alive while memo is used (they do: the batch holds them), so that an id
-    names one state. Iteration and look-ups run in C; only the encoder is Python."""
-    enc = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version)
-    all_states = list(states)
-    distinct = dict(zip(map(id, all_states), all_states, strict=True))
-    for key in [k for k in distinct if k in memo]:
-        del distinct[key]
-    memo.update(zip(distinct.keys(), map(enc, distinct.values()), strict=True))
-
-
 @attrs.define(slots=True, eq=False)
 class LeaderAndIsrBuilder:
     version: int
@@ -126,15 +114,9 @@ class LeaderAndIsrBuilder:
         )
 
     def encode_body(self, broker_epoch: int, memo: dict[Any, bytes]) -> bytes:
-        """The body bytes, from the states' bytes in memo (put there by encode_states for all
-        the brokers of a send; encoded here if missing) and topic headers cached in it."""
-        try:
-            return self._encode_body(broker_epoch, memo)
-        except KeyError:
-            encode_states(self.partition_states, self.version, memo)
-            return self._encode_body(broker_epoch, memo)
-
-    def _encode_body(self, broker_epoch: int, memo: dict[Any, bytes]) -> bytes:
+        """The body bytes. memo is shared by the builders of one send: it keeps each state's
+        bytes under id(state) (the batch holds the states meanwhile, so an id names one state)
+        and each topic's header, so a state sent to several brokers is encoded once."""
         v = self.version
         flexible = LeaderAndIsrRequest.is_flexible(v)
         env = self.build_no_states(broker_epoch).encode(v)
@@ -145,14 +127,14 @@ class LeaderAndIsrBuilder:
         parts: list[bytes] = [env[:off]]
         ap = parts.append
         states = self.partition_states
-        encoded = memo.__getitem__
+        enc_state = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", v)
+        memo_get = memo.get
         if v >= 2:
             groups = _group_by_topic(states)
             ap(array_count(len(groups), flexible))
             enc_topic = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrTopicState", v)
             tail = b"\x00" if flexible else b""
             cut = empty + len(tail)
-            memo_get = memo.get
             for topic, group in groups.items():
                 head = memo_get(topic)
                 if head is None:
@@ -160,11 +142,19 @@ class LeaderAndIsrBuilder:
                     head = memo[topic] = tb[: len(tb) - cut]
                 ap(head)
                 ap(array_count(len(group), flexible))
-                ap(b"".join(map(encoded, map(id, group))))
+                for s in group:
+                    b = memo_get(id(s))
+                    if b is None:
+                        b = memo[id(s)] = enc_state(s)
+                    ap(b)
                 ap(tail)
         else:
             ap(array_count(len(states), flexible))
-            ap(b"".join(map(encoded, map(id, states))))
+            for s in states:
+                b = memo_get(id(s))
+                if b is None:
+                    b = memo[id(s)] = enc_state(s)
+                ap(b)
         ap(env[off + empty :])
         return b"".join(parts)
 

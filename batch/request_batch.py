@@ -18,7 +18,6 @@ every broker that receives the same content: only the 8 broker-epoch bytes diffe
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import operator
 from collections.abc import Callable, Iterable
@@ -46,7 +45,6 @@ from .builders import (
     SharedBody,
     StopReplicaBuilder,
     UpdateMetadataBuilder,
-    encode_states,
     epoch_offset,
 )
 from .events import (
@@ -358,12 +356,7 @@ class ControllerBrokerRequestBatch:
         live_brokers = list(ctx.live_or_shutting_down_brokers)
         leaders_cache: dict[int, LeaderAndIsrLiveLeader] = {}
         offset = epoch_offset(LeaderAndIsrRequest, version)
-        memo: dict[Any, bytes] = {}
-        # Every distinct partition state is encoded once, for all the brokers that get it.
-        encode_states(
-            itertools.chain.from_iterable(s.values() for b, s in self.leader_and_isr_request_map.items() if b in live_ids),
-            version, memo,
-        )
+        memo: dict[Any, bytes] = {}  # a partition state's bytes, once for all the brokers that get it
         shared: dict[tuple[int, ...], tuple[LeaderAndIsrBuilder, SharedBody]] = {}
         for broker, states in self.leader_and_isr_request_map.items():
             if broker not in live_ids:
