@@ -34,8 +34,8 @@ def _default_src(f: FieldSpec) -> str:
     if f.struct is not None:
         return "None" if f.default == "null" else f"attrs.field(factory={f.element_type})"
     v = f.default_value()
-    if f.element_type == "uuid":
-        return "ZERO_UUID" if v is not None and v.int == 0 else repr(v) if v is None else f"uuid.UUID({str(v)!r})"
+    if f.element_type == "uuid" and v is not None:
+        return "ZERO_UUID" if v.int == 0 else f"uuid.UUID({str(v)!r})"
     return repr(v)
 
 

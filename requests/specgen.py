@@ -9,13 +9,14 @@ and recorded in the catalog's BEYOND_JSON so the comparison test can take it bac
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 import attrs
 
-from .json_spec import load_json_spec
-from .spec import FieldSpec, MessageSpec, StructSpec
+from .json_spec import load_json_spec, strip_comments
+from .spec import FieldSpec, MessageSpec, StructSpec, iter_structs, snake_case
 from .versions import Versions
 
 SHIPPED = (
@@ -69,8 +70,6 @@ def extend(spec: MessageSpec) -> MessageSpec:
 
 
 def const_name(name: str) -> str:
-    from .spec import snake_case
-
     return snake_case(name).upper()
 
 
@@ -79,7 +78,7 @@ class _Renderer:
         self.commons: dict[str, str] = {}
         self.out: list[str] = []
 
-    def field(self, f: FieldSpec, indent: str, inline_ok: bool) -> str:
+    def field(self, f: FieldSpec, indent: str) -> str:
         args = [repr(f.name), repr(f.type), repr(str(f.versions))]
         kw = []
         if not f.nullable_versions.empty:
@@ -105,7 +104,7 @@ class _Renderer:
     def struct(self, s: StructSpec, indent: str) -> str:
         lines = [f"struct({s.name!r}, {str(s.versions)!r},"]
         for f in s.fields:
-            lines.append(self.field(f, indent + "    ", True) + ",")
+            lines.append(self.field(f, indent + "    ") + ",")
         lines.append(f"{indent})")
         return "\n".join(lines)
 
@@ -119,16 +118,12 @@ class _Renderer:
             f"    {m.name!r}, {m.type!r}, {m.api_key!r}, {str(m.valid_versions)!r}, {str(m.flexible_versions)!r},",
         ]
         for f in m.fields:
-            lines.append(self.field(f, "    ", True) + ",")
+            lines.append(self.field(f, "    ") + ",")
         lines.append(")\n")
         self.out.append("\n".join(lines))
 
 
 def common_structs(path: str) -> list[str]:
-    import json
-
-    from .json_spec import strip_comments
-
     with open(path, encoding="utf-8") as fh:
         doc = json.loads(strip_comments(fh.read()))
     return [s["name"] for s in doc.get("commonStructs", ())]
@@ -150,13 +145,8 @@ def render(folder: str) -> str:
     for name in SHIPPED:
         path = os.path.join(folder, name + ".json")
         spec = extend(load_json_spec(path))
-        commons = []
         wanted = common_structs(path)
-        from .spec import iter_structs
-
-        for s in iter_structs(spec.fields):
-            if s.name in wanted:
-                commons.append(s)
+        commons = [s for s in iter_structs(spec.fields) if s.name in wanted]
         r.commons = {}
         r.message(spec, commons)
         names.append(const_name(name))
