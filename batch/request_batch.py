@@ -214,11 +214,11 @@ class ControllerBrokerRequestBatch:
             leader_isr_and_controller_epoch.controller_epoch,
             lai.leader,
             lai.leader_epoch,
-            lai.isr,
+            tuple(lai.isr),  # tuple() returns a tuple itself: cheap, and safe for duck-typed inputs
             lai.partition_epoch,
-            replica_assignment.replicas,
-            replica_assignment.adding_replicas,
-            replica_assignment.removing_replicas,
+            tuple(replica_assignment.replicas),
+            tuple(replica_assignment.adding_replicas),
+            tuple(replica_assignment.removing_replicas),
             is_new is True or bool(is_new),
             int(lai.leader_recovery_state) if self._recovery_gate else 0,
             (),
@@ -289,7 +289,8 @@ class ControllerBrokerRequestBatch:
         else:
             leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
         self.update_metadata_request_partition_info_map[tp] = _make_umr_state(
-            tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline, ()
+            tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, tuple(lai.isr), partition_epoch, replicas,
+            offline, (),
         )
 
     def add_stop_replica_request_for_brokers(
@@ -354,7 +355,7 @@ class ControllerBrokerRequestBatch:
         topic_ids = dict(ctx.topic_ids)  # a snapshot shared by this send's builders
         listener = self.inter_broker_listener_name
         live_brokers = list(ctx.live_or_shutting_down_brokers)
-        leaders_cache: dict[int, LeaderAndIsrLiveLeader] = {}
+        leaders_cache: dict[Any, LeaderAndIsrLiveLeader] = {}  # Broker -> its node on the listener
         offset = epoch_offset(LeaderAndIsrRequest, version)
         memo: dict[Any, bytes] = {}  # a partition state's bytes, once for all the brokers that get it
         shared: dict[tuple[int, ...], tuple[LeaderAndIsrBuilder, SharedBody]] = {}
@@ -376,14 +377,16 @@ class ControllerBrokerRequestBatch:
             key = tuple(map(id, states.values()))
             entry = shared.get(key)
             if entry is None:
-                live_leaders = []
+                # CCM:544-546: a set of Nodes, one per live Broker value whose id leads here
+                # (two registrations of one id give two nodes unless they are equal).
+                live_leaders: dict[LeaderAndIsrLiveLeader, None] = {}
                 for b in live_brokers:
                     if b.id in leader_ids:
-                        node = leaders_cache.get(b.id)
+                        node = leaders_cache.get(b)
                         if node is None:
                             n = b.node(listener)
-                            node = leaders_cache[b.id] = LeaderAndIsrLiveLeader(n.id, n.host, n.port)
-                        live_leaders.append(node)
+                            node = leaders_cache[b] = LeaderAndIsrLiveLeader(n.id, n.host, n.port)
+                        live_leaders[node] = None
                 builder = LeaderAndIsrBuilder(
                     version, self.controller_id, controller_epoch, list(states.values()),
                     topic_ids, tuple(live_leaders), self.kraft_controller, int(self.update_type),

@@ -1195,3 +1195,44 @@ def test_large_batch_matches_codec(kt, ibp):
                                   if broker in context.partition_replica_assignment(TopicPartition(t, p)))
         (umr,) = b.collect_sent(broker, UPDATE_METADATA)
         assert len(kt.umr_partition_states(umr.body, umr.version)) == 450
+
+
+def test_live_leaders_one_node_per_registered_broker_value() -> None:
+    # §8.1 (CCM:544-546): liveLeaders maps the live Broker *values* whose id leads a partition
+    # to Nodes on the inter-broker listener, as a set: two registrations of one id with other
+    # hosts give two nodes; two that give the same node give one.
+    from ctrlbatch.batch import ControllerBrokerRequestBatch, RecordingTransport
+    from ctrlbatch.context import (
+        Broker,
+        ControllerContext,
+        EndPoint,
+        LeaderAndIsr,
+        LeaderIsrAndControllerEpoch,
+        MetadataVersion,
+        ReplicaAssignment,
+        SecurityProtocol,
+        TopicPartition,
+    )
+
+    def plaintext(host: str) -> tuple[EndPoint, ...]:
+        return (EndPoint(host, 9092, "PLAINTEXT", SecurityProtocol.PLAINTEXT),)
+
+    for second, expected in (
+        (Broker(0, plaintext("new-host")), [(0, "old-host"), (0, "new-host")]),
+        (Broker(0, plaintext("old-host") + (EndPoint("old-host", 9093, "SSL", SecurityProtocol.SSL),)), [(0, "old-host")]),
+    ):
+        ctx = ControllerContext()
+        ctx.set_live_brokers({Broker(0, plaintext("old-host")): 10, Broker(1, plaintext("h1")): 11})
+        ctx.add_live_brokers({second: 12})
+        tp = TopicPartition("t", 0)
+        ctx.update_partition_full_replica_assignment(tp, ReplicaAssignment((0, 1)))
+        leadership = LeaderIsrAndControllerEpoch(LeaderAndIsr(0, (0, 1)), 1)
+        ctx.put_partition_leadership_info(tp, leadership)
+        transport = RecordingTransport()
+        batch = ControllerBrokerRequestBatch(5, ctx, MetadataVersion.IBP_3_9_IV0, transport)
+        batch.new_batch()
+        batch.add_leader_and_isr_request_for_brokers([1], tp, leadership, ReplicaAssignment((0, 1)), False)
+        batch.send_requests_to_brokers(1)
+        (request,) = transport.requests_for(1, 4)
+        assert [(n.broker_id, n.host_name) for n in request.body.live_leaders] == expected
+        assert request.body.encode(request.version) == request.encode_body()
