@@ -214,11 +214,11 @@ class ControllerBrokerRequestBatch:
             leader_isr_and_controller_epoch.controller_epoch,
             lai.leader,
             lai.leader_epoch,
-            tuple(lai.isr),  # tuple() returns a tuple itself: cheap, and safe for duck-typed inputs
+            lai.isr,  # tuples: LeaderAndIsr and ReplicaAssignment convert on construction
             lai.partition_epoch,
-            tuple(replica_assignment.replicas),
-            tuple(replica_assignment.adding_replicas),
-            tuple(replica_assignment.removing_replicas),
+            replica_assignment.replicas,
+            replica_assignment.adding_replicas,
+            replica_assignment.removing_replicas,
             is_new is True or bool(is_new),
             int(lai.leader_recovery_state) if self._recovery_gate else 0,
             (),
@@ -289,8 +289,7 @@ class ControllerBrokerRequestBatch:
         else:
             leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
         self.update_metadata_request_partition_info_map[tp] = _make_umr_state(
-            tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, tuple(lai.isr), partition_epoch, replicas,
-            offline, (),
+            tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline, ()
         )
 
     def add_stop_replica_request_for_brokers(
