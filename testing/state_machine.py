@@ -361,8 +361,10 @@ def _umr_view(s: Any, v: int) -> tuple[Any, ...]:
     )
 
 
-def _lair_partitions(body: Any, v: int) -> dict[TopicPartition, Any]:
-    if v >= 2:
+def _grouped_partitions(body: Any, grouped: bool) -> dict[TopicPartition, Any]:
+    """tp -> partition state of a LeaderAndIsr or UpdateMetadata body, grouped by topic from
+    LeaderAndIsr v2 / UpdateMetadata v5 on, flat before."""
+    if grouped:
         assert not body.ungrouped_partition_states
         _unique_topics([t.topic_name for t in body.topic_states])
         pairs = [(TopicPartition(t.topic_name, s.partition_index), s) for t in body.topic_states for s in t.partition_states]
@@ -371,18 +373,14 @@ def _lair_partitions(body: Any, v: int) -> dict[TopicPartition, Any]:
         pairs = [(TopicPartition(s.topic_name, s.partition_index), s) for s in body.ungrouped_partition_states]
     _unique([tp for tp, _ in pairs])
     return dict(pairs)
+
+
+def _lair_partitions(body: Any, v: int) -> dict[TopicPartition, Any]:
+    return _grouped_partitions(body, v >= 2)
 
 
 def _umr_partitions(body: Any, v: int) -> dict[TopicPartition, Any]:
-    if v >= 5:
-        assert not body.ungrouped_partition_states
-        _unique_topics([t.topic_name for t in body.topic_states])
-        pairs = [(TopicPartition(t.topic_name, s.partition_index), s) for t in body.topic_states for s in t.partition_states]
-    else:
-        assert not body.topic_states
-        pairs = [(TopicPartition(s.topic_name, s.partition_index), s) for s in body.ungrouped_partition_states]
-    _unique([tp for tp, _ in pairs])
-    return dict(pairs)
+    return _grouped_partitions(body, v >= 5)
 
 
 def _sr_partitions(body: Any, v: int) -> dict[TopicPartition, tuple[int, bool]]:
