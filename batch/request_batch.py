@@ -426,6 +426,7 @@ class ControllerBrokerRequestBatch:
 
     @staticmethod
     def _update_metadata_broker(broker: Any, version: int) -> UpdateMetadataBroker:
+        endpoints: tuple[UpdateMetadataEndpoint, ...]
         if version == 0:
             node = broker.node(_PLAINTEXT)
             endpoints = (UpdateMetadataEndpoint(port=node.port, host=node.host, listener=_PLAINTEXT, security_protocol=0),)

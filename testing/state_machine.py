@@ -562,13 +562,13 @@ def check_batch_matches_model(batch: ControllerBrokerRequestBatch, model: BatchM
         for b, inner in batch.stop_replica_request_map.items()
     }
     assert sr == model.stop_replica
-    for inner in batch.stop_replica_request_map.values():
-        assert all(s.partition_index == tp.partition for tp, s in inner.items())
+    for sr_inner in batch.stop_replica_request_map.values():
+        assert all(s.partition_index == tp.partition for tp, s in sr_inner.items())
     assert set(batch.update_metadata_request_broker_set) == model.update_metadata_brokers
     umr = {tp: _umr_view(s, 99) for tp, s in batch.update_metadata_request_partition_info_map.items()}
     assert umr == {tp: _umr_view(s, 99) for tp, s in model.update_metadata_partitions.items()}
-    for tp, s in batch.update_metadata_request_partition_info_map.items():
-        assert (s.topic_name, s.partition_index) == (tp.topic, tp.partition)
+    for tp, umr_state in batch.update_metadata_request_partition_info_map.items():
+        assert (umr_state.topic_name, umr_state.partition_index) == (tp.topic, tp.partition)
     assert int(batch.update_type) == model.update_type
 
 
