@@ -1,25 +1,38 @@
 # Two commands on a fresh machine:
-#   make run   - set up .venv and run the main job (the controller-failover demo)
+#   make run   - set up .venv and run the main job: the Spark replay of the shipped real KRaft log
 #   make test  - set up .venv and run the tests (lint, types, pytest)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+SAMPLE ?= ../shared/samples/kraft-single-node
+OUT    ?= replay-out
 
-.PHONY: run test bench clean
+# Spark's Python workers must run the venv's interpreter; keep Spark on loopback and in UTC.
+export PYSPARK_PYTHON        := $(abspath $(BIN)/python)
+export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
+export SPARK_LOCAL_IP        := 127.0.0.1
+export TZ                    := UTC
+
+.PHONY: run test bench java clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("ctrlbatch needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+	$(BIN)/python -m pip install --quiet -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
+	$(BIN)/python -c 'import ctrlbatch.cli, pyspark, pyarrow, crc32c, kio' # fail here if the install did
 	@touch $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/python -m ctrlbatch.batch.demo
+# Spark needs Java 17 or newer.
+java:
+	@sh .ci/check-java
 
-test: $(STAMP)
-	$(BIN)/ruff check requests batch context testing tests benchmarks
+run: java $(STAMP)
+	$(BIN)/ctrlbatch replay $(SAMPLE) --out $(OUT)
+
+test: java $(STAMP)
+	$(BIN)/ruff check requests batch context testing cli replay transport sim tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
 
@@ -28,4 +41,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/failover_bench.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .hypothesis
+	rm -rf $(VENV) build *.egg-info .hypothesis $(OUT) spark-warehouse

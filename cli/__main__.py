@@ -1,0 +1,5 @@
+"""``python -m ctrlbatch.cli``: the same as the ``ctrlbatch`` command."""
+
+from . import _entry
+
+_entry()

@@ -1,0 +1,11 @@
+"""Errors a subcommand reports to a person: a message, no traceback (see ``ctrlbatch.cli``)."""
+
+from __future__ import annotations
+
+
+class CommandError(Exception):
+    """A failure the user can act on: bad input data, an unreadable file, a job that failed.
+
+    The message is printed as ``ctrlbatch NAME: error: MESSAGE`` and the command exits 1. Say
+    what failed and where (file, line or byte offset), and what to do if that is not obvious.
+    """

@@ -1,0 +1,1 @@
+"""ctrlbatch.replay: a KRaft metadata log in, the controller requests every broker would have received out."""

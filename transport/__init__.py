@@ -1,0 +1,1 @@
+"""ctrlbatch.transport: the batch engine on the network (an asyncio controller channel)."""
