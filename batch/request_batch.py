@@ -259,6 +259,30 @@ class ControllerBrokerRequestBatch:
         for tp in _ordered(partitions):
             self._add_update_metadata_partition(ctx, tp)
 
+    def add_update_metadata_request_for_brokers_with_state(
+        self,
+        broker_ids: Iterable[int],
+        tp: TopicPartition,
+        *,
+        controller_epoch: int,
+        leader: int,
+        leader_epoch: int,
+        partition_epoch: int,
+        isr: Iterable[int],
+        replicas: Iterable[int],
+        offline_replicas: Iterable[int],
+    ) -> None:
+        """Kafka's third overload (CCM:492-513): add the brokers (ids >= 0) and store this explicit
+        partition state for tp (zkVersion = partition_epoch, CCM:509), replacing any earlier one.
+
+        For callers that know the state already (a replayed log), not from the context."""
+        self._ctx()
+        self._add_brokers(broker_ids)
+        self.update_metadata_request_partition_info_map[tp] = _make_umr_state(
+            tp.topic, tp.partition, controller_epoch, leader, leader_epoch, tuple(isr), partition_epoch,
+            tuple(replicas), tuple(offline_replicas), (),
+        )
+
     def _add_brokers(self, broker_ids: Iterable[int]) -> None:
         brokers = self.update_metadata_request_broker_set
         for b in broker_ids:
