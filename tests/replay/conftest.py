@@ -1,0 +1,51 @@
+"""The one session-scoped SparkSession of the replay tests (local[2], UI off, few shuffle partitions).
+
+Every Spark test in tests/replay/ takes the ``spark`` fixture; nobody starts another session.
+The C1-only JIT keeps the JVM start and the small test jobs fast (pyspark-notes.md §6).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("TZ", "UTC")
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+SAMPLE = SHARED / "samples" / "kraft-single-node"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from ctrlbatch.replay.spark_session import quiet_log4j_file, spark_session
+
+    session = spark_session(
+        "local[2]",
+        app_name="ctrlbatch-tests",
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.driver.memory": "1g",
+            "spark.driver.extraJavaOptions": (
+                f"-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Duser.timezone=UTC "
+                f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()}"
+            ),
+        },
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    if not SAMPLE.is_dir():
+        pytest.skip(f"the real KRaft sample is not at {SAMPLE}")
+    return SAMPLE
