@@ -1,0 +1,94 @@
+"""Errors and counters of reading a metadata history.
+
+Rules: every problem with the input is a ReplayInputError naming the file, where in it (a byte
+offset for binary input, a line for text input) and why. With skip_corrupt the reader records
+the same facts as a Corrupt value in ReadStats instead of raising: nothing is dropped silently.
+Both survive pickling (the Spark engine ships them between processes).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Literal
+
+import attrs
+
+from ctrlbatch.cli import CommandError
+
+Unit = Literal["byte", "line"]
+
+
+def where(source: str, position: int, unit: Unit) -> str:
+    """'<file>, byte offset 123' or '<file>, line 7': how errors and reports name a place."""
+    return f"{source}, {'byte offset' if unit == 'byte' else 'line'} {position}"
+
+
+class ReplayInputError(CommandError):
+    """Input that cannot be read as a metadata history: file, byte offset or line, reason."""
+
+    def __init__(self, source: str, position: int, reason: str, *, unit: Unit = "byte") -> None:
+        self.source = source
+        self.position = position
+        self.reason = reason
+        self.unit: Unit = unit
+        super().__init__(f"{where(source, position, unit)}: {reason}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (self.source, self.position, self.reason, self.unit))
+
+    def as_corrupt(self) -> Corrupt:
+        return Corrupt(self.source, self.position, self.unit, self.reason)
+
+
+def _rebuild(source: str, position: int, reason: str, unit: Unit) -> ReplayInputError:
+    return ReplayInputError(source, position, reason, unit=unit)
+
+
+@attrs.frozen
+class Corrupt:
+    """One skipped piece of input (a batch, the rest of a file, or a line) and why."""
+
+    source: str
+    position: int
+    unit: Unit
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{where(self.source, self.position, self.unit)}: {self.reason}"
+
+
+@attrs.define(repr=False)
+class ReadStats:
+    """What a reader saw: batches, data records by type name, NoOps, control records by type
+    name, and the corrupt input it skipped (only with skip_corrupt). Mergeable across workers."""
+
+    batches: int = 0
+    control_batches: int = 0
+    records: Counter[str] = attrs.field(factory=Counter)
+    noops: int = 0
+    control_records: Counter[str] = attrs.field(factory=Counter)
+    corrupt: list[Corrupt] = attrs.field(factory=list)
+
+    def __repr__(self) -> str:
+        return (
+            f"ReadStats(batches={self.batches}, records={sum(self.records.values())}, "
+            f"noops={self.noops}, corrupt={len(self.corrupt)})"
+        )
+
+    def merge(self, other: ReadStats) -> None:
+        self.batches += other.batches
+        self.control_batches += other.control_batches
+        self.records.update(other.records)
+        self.noops += other.noops
+        self.control_records.update(other.control_records)
+        self.corrupt.extend(other.corrupt)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "batches": self.batches,
+            "control_batches": self.control_batches,
+            "records": dict(sorted(self.records.items())),
+            "noops": self.noops,
+            "control_records": dict(sorted(self.control_records.items())),
+            "corrupt": [str(c) for c in self.corrupt],
+        }

@@ -1,0 +1,320 @@
+"""Binary KRaft log input: record batch v2 in .log segments and .checkpoint snapshots.
+
+Rules (kafka-metadata-log-format.md section 4): a batch is baseOffset int64, batchLength int32,
+partitionLeaderEpoch int32, magic int8 (2), crc uint32 = CRC-32C of everything from attributes to
+the end (the `crc32c` package), then the 49 bytes after it and the records. Every length is
+checked against the bytes that really remain before anything is read or allocated, so a corrupt
+length never costs memory. A data record's value is a framed metadata record; a control
+record's key is int16 version + int16 type and its value the control schema at version 0.
+NoOp values (exactly 01 14 00 00) are counted, not decoded. Problems raise ReplayInputError
+naming the file and byte offset; with skip_corrupt they are counted in ReadStats instead.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import attrs
+import crc32c
+
+from ctrlbatch.requests.errors import DecodeError
+
+from .errors import ReadStats, ReplayInputError
+from .record_classes import decode_control, decode_value
+from .records import (
+    CONTROL_TYPE_NAMES,
+    NOOP_VALUE,
+    RECORD_TYPE_NAMES,
+    ControlRecord,
+    LogBatch,
+    MetadataRecord,
+)
+
+PREFIX = 12  # baseOffset + batchLength
+HEADER = 61  # through recordCount
+MIN_BATCH_LENGTH = HEADER - PREFIX
+MAGIC = 2
+ATTR_COMPRESSION = 0x07
+ATTR_CONTROL = 0x20
+_COMPRESSION = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+
+
+@attrs.frozen
+class BatchPointer:
+    """Where one batch is: file, byte position, total length (prefix included) and its offsets."""
+
+    path: str
+    position: int
+    length: int
+    base_offset: int
+    last_offset: int
+
+
+class _Bad(Exception):
+    """A problem with a batch: byte offset in the file and reason. resumable: the batch's length
+    is sound, so a reader that skips corrupt input can go on with the next batch."""
+
+    def __init__(self, position: int, reason: str, *, resumable: bool = True) -> None:
+        super().__init__(reason)
+        self.position = position
+        self.reason = reason
+        self.resumable = resumable
+
+
+def _check_length(batch_length: int, remaining: int, position: int) -> None:
+    if batch_length < MIN_BATCH_LENGTH:
+        raise _Bad(
+            position + 8,
+            f"batch length {batch_length} is shorter than a batch header ({MIN_BATCH_LENGTH})",
+            resumable=False,
+        )
+    if batch_length > remaining - PREFIX:
+        raise _Bad(
+            position,
+            f"truncated batch: its header says {batch_length + PREFIX} bytes, only {remaining} remain",
+            resumable=False,
+        )
+
+
+def scan_batches(path: str | os.PathLike[str]) -> Iterator[BatchPointer]:
+    """The batches of a file from their headers only (no CRC, no records): cheap split points.
+
+    A truncated or impossible header raises ReplayInputError (the rest of the file is unusable)."""
+    src = os.fspath(path)
+    size = os.path.getsize(src)
+    pos = 0
+    with open(src, "rb", buffering=1 << 20) as f:
+        while pos < size:
+            head = f.read(HEADER)
+            try:
+                if len(head) < PREFIX:
+                    raise _Bad(pos, f"truncated batch: {len(head)} bytes left, a batch header needs {HEADER}")
+                base, length = _PREFIX.unpack_from(head)
+                _check_length(length, size - pos, pos)
+            except _Bad as e:
+                raise ReplayInputError(src, e.position, e.reason) from None
+            (last_delta,) = _LAST_DELTA.unpack_from(head, 23)
+            yield BatchPointer(src, pos, length + PREFIX, base, base + last_delta)
+            pos += length + PREFIX
+            f.seek(pos)
+
+
+def decode_batch(buf: bytes, *, source: str, position: int) -> LogBatch:
+    """Decode one whole batch (buf holds exactly its bytes), CRC-32C verified.
+
+    position is the batch's byte offset in source, for error messages and LogBatch.position."""
+    if type(buf) is not bytes:
+        if not isinstance(buf, bytes | bytearray | memoryview):
+            raise TypeError(f"buf: expected bytes, not {type(buf).__name__}")
+        buf = bytes(buf)
+    try:
+        if len(buf) < HEADER:
+            raise _Bad(position, f"truncated batch: {len(buf)} bytes, a batch header needs {HEADER}")
+        _, length = _PREFIX.unpack_from(buf)
+        _check_length(length, len(buf), position)
+        if length + PREFIX != len(buf):
+            raise _Bad(position, f"the batch header says {length + PREFIX} bytes but {len(buf)} were given")
+        return _decode(buf, 0, len(buf), source, position)
+    except _Bad as e:
+        raise ReplayInputError(source, e.position, e.reason) from None
+
+
+def _zigzag(buf: bytes, pos: int, end: int, at: int) -> tuple[int, int]:
+    """A signed (zig-zag) varint or varlong at pos, at most 10 bytes, not past end."""
+    value = shift = 0
+    while True:
+        if pos >= end:
+            raise _Bad(at + pos, "the record ends inside a varint")
+        if shift > 63:
+            raise _Bad(at + pos, "a varint longer than 10 bytes")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+
+
+def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> LogBatch:
+    """Decode the batch buf[start:end]; position is the file offset of buf[start]. Raises _Bad."""
+    at = position - start  # file offset of buf[0]
+    (base, _length, epoch, magic, crc, attributes, last_delta, _base_ts, max_ts, _pid, _pe, _seq, count) = (
+        _HEADER.unpack_from(buf, start)
+    )
+    if magic != MAGIC:
+        raise _Bad(position + 16, f"record batch magic {magic} is not supported (only v2)")
+    actual = crc32c.crc32c(memoryview(buf)[start + 21 : end])
+    if actual != crc:
+        raise _Bad(position, f"CRC-32C mismatch: the batch says {crc:#010x}, its bytes give {actual:#010x}")
+    compression = attributes & ATTR_COMPRESSION
+    if compression:
+        name = _COMPRESSION.get(compression, str(compression))
+        raise _Bad(position + 21, f"{name}-compressed batch: KRaft metadata batches are never compressed")
+    if count < 0:
+        raise _Bad(position + 57, f"negative record count {count}")
+    control = bool(attributes & ATTR_CONTROL)
+    records: list[MetadataRecord] = []
+    controls: list[ControlRecord] = []
+    noops = 0
+    pos = start + HEADER
+    for _ in range(count):
+        rec_at = pos
+        b = buf[pos] if pos < end else 0x80
+        if b < 0x80:  # one-byte length, the usual case
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            length, pos = _zigzag(buf, pos, end, at)
+        rec_end = pos + length
+        if length < 0 or rec_end > end:
+            raise _Bad(at + rec_at, f"record length {length} runs past the end of the batch")
+        pos += 1  # attributes
+        _ts, pos = _zigzag(buf, pos, rec_end, at)
+        delta, pos = _zigzag(buf, pos, rec_end, at)
+        key_len, pos = _zigzag(buf, pos, rec_end, at)
+        key_at = pos
+        if key_len > 0:
+            pos += key_len
+        value_len, pos = _zigzag(buf, pos, rec_end, at)
+        value_at = pos
+        value_end = pos + value_len
+        if key_len < -1 or pos > rec_end or value_len < -1 or value_end > rec_end:
+            raise _Bad(at + rec_at, "a key or value length runs past the end of its record")
+        headers, pos = _zigzag(buf, max(value_end, value_at), rec_end, at)
+        for _h in range(headers):
+            if pos >= rec_end:
+                break
+            hk, pos = _zigzag(buf, pos, rec_end, at)
+            pos += max(hk, 0)
+            hv, pos = _zigzag(buf, pos, rec_end, at)
+            pos += max(hv, 0)
+        if headers < 0 or pos != rec_end:
+            raise _Bad(at + rec_at, f"record of {length} bytes does not end where its fields end")
+        offset = base + delta
+        if control:
+            if key_len != 4:
+                raise _Bad(
+                    at + key_at, f"control record at offset {offset} has a {key_len}-byte key (expected 4)"
+                )
+            ctype = (buf[key_at + 2] << 8) | buf[key_at + 3]
+            try:
+                data = decode_control(ctype, buf, value_at, value_end)
+            except DecodeError as e:
+                off = at + (e.offset if e.offset is not None else value_at)
+                raise _Bad(off, f"control record at offset {offset}: {_describe(e)}") from None
+            controls.append(ControlRecord(offset, ctype, data))
+        elif value_len == 4 and buf[value_at:value_end] == NOOP_VALUE:
+            noops += 1
+        else:
+            if value_len < 0:
+                raise _Bad(at + rec_at, f"record at offset {offset} has a null value")
+            try:
+                type_id, version, data = decode_value(buf, value_at, value_end)
+            except DecodeError as e:
+                off = at + (e.offset if e.offset is not None else value_at)
+                raise _Bad(off, f"record at offset {offset}: {_describe(e)}") from None
+            records.append(MetadataRecord(offset, type_id, version, data))
+    if pos != end:
+        raise _Bad(at + pos, f"{end - pos} bytes after the batch's {count} records")
+    return LogBatch(
+        base,
+        base + last_delta,
+        epoch,
+        max_ts,
+        control,
+        tuple(records),
+        tuple(controls),
+        noops,
+        source,
+        position,
+    )
+
+
+def _describe(e: DecodeError) -> str:
+    """A codec error without its buffer offset (the caller names the file offset instead)."""
+    where = f"{e.message} v{e.version}" if e.message and e.version is not None else e.message
+    parts = [p for p in (where, f"field {e.field}" if e.field else "") if p]
+    return f"{', '.join(parts)}: {e.reason}" if parts else e.reason
+
+
+def count_batch(stats: ReadStats, batch: LogBatch) -> None:
+    """Add one batch to the counters."""
+    stats.batches += 1
+    if batch.control:
+        stats.control_batches += 1
+        for c in batch.control_records:
+            stats.control_records[CONTROL_TYPE_NAMES.get(c.type, str(c.type))] += 1
+    stats.noops += batch.noops
+    for r in batch.records:
+        stats.records[RECORD_TYPE_NAMES.get(r.type, str(r.type))] += 1
+
+
+def read_segment(
+    path: str | os.PathLike[str],
+    *,
+    skip_corrupt: bool = False,
+    stats: ReadStats | None = None,
+    start: int = 0,
+    stop: int | None = None,
+) -> Iterator[LogBatch]:
+    """Every batch of a .log or .checkpoint file (or of bytes start..stop of it), in file order.
+
+    A batch with a bad CRC or a bad record is skipped and counted when skip_corrupt, the reading
+    goes on with the next batch; a truncated or impossible header ends the file (counted too)."""
+    src = os.fspath(path)
+    end_at = os.path.getsize(src) if stop is None else min(stop, os.path.getsize(src))
+    stats = stats if stats is not None else ReadStats()
+    with open(src, "rb") as f:
+        f.seek(start)
+        buf = b""
+        base = pos = start  # base: the file offset of buf[0]
+        while pos < end_at:
+            total = 0
+            try:
+                i = pos - base
+                if len(buf) - i < PREFIX:
+                    buf, base, i = _refill(f, buf, i, pos, PREFIX, end_at)
+                if len(buf) - i < PREFIX:
+                    left = len(buf) - i
+                    raise _Bad(
+                        pos,
+                        f"truncated batch: {left} bytes left, a batch header needs {HEADER}",
+                        resumable=False,
+                    )
+                length = _PREFIX.unpack_from(buf, i)[1]
+                _check_length(length, end_at - pos, pos)
+                total = length + PREFIX
+                if len(buf) - i < total:
+                    buf, base, i = _refill(f, buf, i, pos, total, end_at)
+                batch = _decode(buf, i, i + total, src, pos)
+            except _Bad as e:
+                err = ReplayInputError(src, e.position, e.reason)
+                if not skip_corrupt:
+                    raise err from None
+                stats.corrupt.append(err.as_corrupt())
+                if not e.resumable:
+                    return
+                pos += total
+                continue
+            count_batch(stats, batch)
+            yield batch
+            pos += total
+
+
+_CHUNK = 8 << 20
+
+
+def _refill(f: BinaryIO, buf: bytes, i: int, pos: int, need: int, end_at: int) -> tuple[bytes, int, int]:
+    """Keep buf[i:] (file offset pos) and read on so that at least need bytes are held, in
+    chunks of 8 MiB, never past end_at. Returns (buffer, its file offset, index of pos)."""
+    held = len(buf) - i
+    want = min(max(_CHUNK, need), end_at - pos) - held
+    return buf[i:] + f.read(max(want, 0)), pos, 0

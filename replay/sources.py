@@ -1,0 +1,253 @@
+"""Opening a metadata history, whatever form it comes in, as one ordered stream of LogBatch.
+
+Rules: the input is recognised by its content, not only its name: a binary batch has magic 2 at
+byte 16; JSON lines start with '{'; kafka-dump-log output starts with one of its header lines.
+A directory is a `__cluster_metadata-0` directory, or a data directory holding one. Its `.log`
+segments are read in base-offset order (the 20-digit names). A snapshot `<end>-<epoch>.checkpoint`
+holds the state before offset `end` (exclusive); the history then continues with the log
+batches whose last offset is >= end (records before end are dropped from a straddling batch).
+Without a snapshot, a log that does not start at offset 0 is refused: its state is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Literal
+
+import attrs
+
+from .errors import ReadStats, ReplayInputError
+from .records import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, LogBatch
+from .segments import read_segment
+
+Kind = Literal["log", "checkpoint", "jsonl", "dump"]
+METADATA_DIR = "__cluster_metadata-0"
+_SEGMENT = re.compile(r"^(\d{20})\.log$")
+_CHECKPOINT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+_DUMP_STARTS = (
+    b"Dumping ",
+    b"Log starting offset",
+    b"Snapshot end offset",
+    b"KRaft bootstrap",
+    b"baseOffset:",
+)
+
+
+def detect_kind(path: str) -> Kind:
+    """What a file holds, from its first bytes (and, for an empty file, its name)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if len(head) > 16 and head[16] == 2 and not head.lstrip().startswith((b"{", *_DUMP_STARTS)):
+        return "checkpoint" if path.endswith(".checkpoint") else "log"
+    stripped = head.lstrip()
+    if stripped.startswith(b"{"):
+        return "jsonl"
+    if stripped.startswith(_DUMP_STARTS):
+        return "dump"
+    if not head and path.endswith((".log", ".checkpoint")):
+        return "checkpoint" if path.endswith(".checkpoint") else "log"
+    raise ReplayInputError(
+        path,
+        0,
+        "not a metadata history: expected a record batch v2 file (.log or .checkpoint), JSON lines "
+        "or kafka-dump-log output",
+    )
+
+
+@attrs.frozen
+class Snapshot:
+    """A KRaft snapshot file: the state of everything before end_offset, written at epoch."""
+
+    path: str
+    end_offset: int
+    epoch: int
+
+    @classmethod
+    def from_path(cls, path: str) -> Snapshot:
+        """<end>-<epoch>.checkpoint; bootstrap.checkpoint (or another name) means offset 0, epoch 0."""
+        m = _CHECKPOINT.match(os.path.basename(path))
+        return cls(path, int(m.group(1)), int(m.group(2))) if m else cls(path, 0, 0)
+
+    def batches(self, *, skip_corrupt: bool = False, stats: ReadStats | None = None) -> Iterator[LogBatch]:
+        """The snapshot's batches (header and footer control batches included), offsets from 0.
+
+        A snapshot without its header first or its footer last is incomplete: ReplayInputError."""
+        stats = stats if stats is not None else ReadStats()
+        kind = detect_kind(self.path)
+        if kind in ("log", "checkpoint"):
+            it = read_segment(self.path, skip_corrupt=skip_corrupt, stats=stats)
+        else:
+            it = _text_batches(self.path, kind, skip_corrupt, stats)
+        last: LogBatch | None = None
+        for batch in it:
+            if last is None and not _has_control(batch, SNAPSHOT_HEADER):
+                raise ReplayInputError(
+                    self.path, batch.position, "a snapshot starts with a SnapshotHeader control batch"
+                )
+            last = batch
+            yield batch
+        if last is None or not _has_control(last, SNAPSHOT_FOOTER):
+            size = os.path.getsize(self.path)
+            raise ReplayInputError(self.path, size, "the snapshot has no SnapshotFooter: it is incomplete")
+
+
+def _has_control(batch: LogBatch, type_id: int) -> bool:
+    return batch.control and any(c.type == type_id for c in batch.control_records)
+
+
+def _text_batches(path: str, kind: Kind, skip_corrupt: bool, stats: ReadStats) -> Iterator[LogBatch]:
+    if kind == "jsonl":
+        from .jsonl import read_jsonl
+
+        return read_jsonl(path, skip_corrupt=skip_corrupt, stats=stats)
+    from .dumplog import read_dump
+
+    return read_dump(path, skip_corrupt=skip_corrupt, stats=stats)
+
+
+@attrs.define(repr=False)
+class History:
+    """A metadata history: an optional snapshot, then log batches in offset order.
+
+    segments are the .log files (in offset order) that hold offsets at or after the snapshot;
+    text inputs have none (their batches come from `source`). stats count what was read."""
+
+    source: str
+    kind: Kind
+    snapshot: Snapshot | None
+    segments: list[str]
+    skip_corrupt: bool = False
+    stats: ReadStats = attrs.field(factory=ReadStats)
+
+    def __repr__(self) -> str:
+        snap = f", snapshot {self.snapshot.end_offset}" if self.snapshot else ""
+        return f"History({self.source!r}, {self.kind}, {len(self.segments)} segments{snap})"
+
+    @property
+    def start_offset(self) -> int:
+        return self.snapshot.end_offset if self.snapshot else 0
+
+    def snapshot_batches(self) -> Iterator[LogBatch]:
+        """The snapshot's batches (nothing without a snapshot); counted in stats."""
+        if self.snapshot is not None:
+            yield from self.snapshot.batches(skip_corrupt=self.skip_corrupt, stats=self.stats)
+
+    def batches(self) -> Iterator[LogBatch]:
+        """The log batches after the snapshot, in offset order, control batches included."""
+        if self.kind in ("jsonl", "dump"):
+            it = _text_batches(self.source, self.kind, self.skip_corrupt, self.stats)
+        else:
+            it = (
+                b
+                for seg in self.segments
+                for b in read_segment(seg, skip_corrupt=self.skip_corrupt, stats=self.stats)
+            )
+        start = self.start_offset
+        for batch in it:
+            if batch.last_offset < start:
+                continue
+            if batch.base_offset < start:
+                batch = attrs.evolve(
+                    batch,
+                    records=tuple(r for r in batch.records if r.offset >= start),
+                    control_records=tuple(c for c in batch.control_records if c.offset >= start),
+                )
+            yield batch
+
+
+def _segments_of(directory: str) -> list[tuple[int, str]]:
+    found = [(int(m.group(1)), n) for n in os.listdir(directory) if (m := _SEGMENT.match(n))]
+    return [(base, os.path.join(directory, n)) for base, n in sorted(found)]
+
+
+def _checkpoints_of(directory: str) -> list[Snapshot]:
+    found = [n for n in os.listdir(directory) if _CHECKPOINT.match(n)]
+    return sorted((Snapshot.from_path(os.path.join(directory, n)) for n in found), key=lambda s: s.end_offset)
+
+
+def _metadata_dir(path: str) -> str:
+    if os.path.basename(os.path.normpath(path)) != METADATA_DIR and os.path.isdir(
+        os.path.join(path, METADATA_DIR)
+    ):
+        return os.path.join(path, METADATA_DIR)
+    return path
+
+
+def open_history(
+    path: str | os.PathLike[str],
+    *,
+    from_snapshot: str | os.PathLike[str] | Literal["newest"] | None = None,
+    skip_corrupt: bool = False,
+) -> History:
+    """Open a history: a __cluster_metadata-0 directory (or the data directory holding one), a
+    single .log segment, a .checkpoint snapshot, JSON lines, or kafka-dump-log output.
+
+    from_snapshot: None reads the log from offset 0; "newest" starts from the directory's newest
+    <end>-<epoch>.checkpoint; a path starts from that snapshot file."""
+    src = os.fspath(path)
+    if not os.path.exists(src):
+        raise ReplayInputError(src, 0, "no such file or directory", unit="line")
+    snapshot = _pick_snapshot(src, from_snapshot)
+    if os.path.isdir(src):
+        directory = _metadata_dir(src)
+        segments = _segments_of(directory)
+        if not segments and snapshot is None:
+            raise ReplayInputError(
+                directory, 0, "no .log segment in this directory (nor a snapshot to start from)"
+            )
+        history = History(src, "log", snapshot, _after(segments, snapshot), skip_corrupt)
+    else:
+        kind = detect_kind(src)
+        if kind == "checkpoint" and snapshot is None:
+            return History(src, kind, Snapshot.from_path(src), [], skip_corrupt)
+        m = _SEGMENT.match(os.path.basename(src))
+        if kind == "log":
+            history = History(
+                src, kind, snapshot, _after([(int(m.group(1)) if m else 0, src)], snapshot), skip_corrupt
+            )
+        else:
+            history = History(src, kind, snapshot, [], skip_corrupt)
+    _check_start(history)
+    return history
+
+
+def _pick_snapshot(src: str, choice: str | os.PathLike[str] | None) -> Snapshot | None:
+    if choice is None:
+        return None
+    if choice != "newest":
+        file = os.fspath(choice)
+        if not os.path.isfile(file):
+            raise ReplayInputError(file, 0, "the snapshot file does not exist")
+        return Snapshot.from_path(file)
+    directory = _metadata_dir(src) if os.path.isdir(src) else os.path.dirname(src) or "."
+    snaps = _checkpoints_of(directory)
+    if not snaps:
+        raise ReplayInputError(directory, 0, "no <end offset>-<epoch>.checkpoint snapshot to start from")
+    return snaps[-1]
+
+
+def _after(segments: list[tuple[int, str]], snapshot: Snapshot | None) -> list[str]:
+    """The segments holding offsets >= the snapshot's end: drop those whose successor starts at or before it."""
+    if snapshot is None:
+        return [p for _b, p in segments]
+    end = snapshot.end_offset
+    return [p for i, (_b, p) in enumerate(segments) if i + 1 == len(segments) or segments[i + 1][0] > end]
+
+
+def _check_start(history: History) -> None:
+    """Refuse a log that starts after the state it needs (older segments deleted, no snapshot)."""
+    if history.kind != "log" or not history.segments:
+        return
+    m = _SEGMENT.match(os.path.basename(history.segments[0]))
+    base = int(m.group(1)) if m else 0
+    if base > history.start_offset:
+        hint = (
+            "start from a snapshot (--from-snapshot)" if history.snapshot is None else "use a newer snapshot"
+        )
+        raise ReplayInputError(
+            history.segments[0],
+            0,
+            f"the log starts at offset {base} but the history needs offset {history.start_offset} onwards: {hint}",
+        )
