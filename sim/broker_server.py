@@ -1,0 +1,148 @@
+"""SimulatedBroker: a BrokerState behind an asyncio server on 127.0.0.1, with fault injection.
+
+Rules:
+- Only LeaderAndIsr, StopReplica and UpdateMetadata are enabled on this (ZooKeeper broker)
+  listener; anything else closes the connection (server.py has the framing rules).
+- Faults (``BrokerFaults``, changeable at any time): ``close_at`` request ordinals (1-based, over
+  the broker's life) are dropped unanswered and unapplied with the connection closed;
+  ``delay`` seconds pass before each reply (the request is applied first); ``error_code``
+  answers every request with Kafka's error response for that code, unapplied. ``refuse(s)``
+  stops listening for s seconds; ``kill()`` drops the listener and every connection and loses
+  the in-memory state; ``restart()`` listens again on the same port with a fresh state.
+- ``received`` records every request read (when ``record``), in order, with its connection and
+  correlation id and whether it was answered: what the invariant tests compare.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import attrs
+
+from ctrlbatch.requests import DecodedRequest
+from ctrlbatch.requests.model import Message
+
+from .broker_state import CONTROL_APIS, BrokerState, error_response
+from .server import Connection, FrameServer
+
+__all__ = ["BrokerFaults", "Received", "SimulatedBroker"]
+
+_log = logging.getLogger("ctrlbatch.sim.broker")
+
+
+@attrs.define
+class BrokerFaults:
+    close_at: set[int] = attrs.field(factory=set)
+    delay: float = 0.0
+    error_code: int | None = None
+
+
+@attrs.define
+class Received:
+    """One request as read by the broker."""
+
+    ordinal: int
+    connection: int
+    correlation_id: int
+    api_key: int
+    version: int
+    body: Message = attrs.field(repr=False)
+    answered: bool = False
+    error_code: int | None = None
+
+
+class SimulatedBroker:
+    """A ZooKeeper-mode broker's control-plane side on a loopback port."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_request_bytes: int = 104857600,
+        migration_enabled: bool = False,
+        faults: BrokerFaults | None = None,
+        record: bool = True,
+        on_request: Callable[[SimulatedBroker, Received], None] | None = None,
+    ) -> None:
+        self.state = BrokerState(broker_id, broker_epoch, migration_enabled=migration_enabled)
+        self.faults = faults if faults is not None else BrokerFaults()
+        self.record = record
+        self.on_request = on_request
+        self.received: list[Received] = []
+        self.ordinal = 0
+        self.server = FrameServer(f"broker {broker_id}", CONTROL_APIS, self._handle, host=host, port=port,
+                                  max_request_bytes=max_request_bytes)
+        self._refuse_task: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"SimulatedBroker(id={self.broker_id}, {self.server.host}:{self.server.port})"
+
+    @property
+    def broker_id(self) -> int:
+        return self.state.broker_id
+
+    @property
+    def host(self) -> str:
+        return self.server.host
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    async def start(self) -> None:
+        await self.server.start()
+
+    async def stop(self) -> None:
+        if self._refuse_task is not None:
+            self._refuse_task.cancel()
+            await asyncio.gather(self._refuse_task, return_exceptions=True)
+            self._refuse_task = None
+        await self.server.close()
+
+    async def kill(self) -> None:
+        """Crash: no more listening, every connection aborted; the in-memory state is gone."""
+        await self.stop()
+
+    async def restart(self, broker_epoch: int | None = None) -> None:
+        """Come back on the same port with a fresh state (a new ZooKeeper epoch if given)."""
+        old = self.state
+        self.state = BrokerState(old.broker_id, old.broker_epoch if broker_epoch is None else broker_epoch,
+                                 migration_enabled=old.migration_enabled, kraft_broker_epoch=None)
+        await self.server.start()
+
+    async def refuse(self, seconds: float) -> None:
+        """Refuse connections for ``seconds`` (open connections stay), then listen again."""
+        await self.server.close_listener()
+
+        async def reopen() -> None:
+            await asyncio.sleep(seconds)
+            await self.server.start()
+
+        self._refuse_task = asyncio.get_running_loop().create_task(reopen())
+
+    async def _handle(self, conn: Connection, decoded: DecodedRequest) -> Message | None:
+        h = decoded.header
+        self.ordinal += 1
+        rec = Received(self.ordinal, conn.number, h.correlation_id, h.request_api_key, h.request_api_version, decoded.body)
+        if self.record:
+            self.received.append(rec)
+        if self.on_request is not None:
+            self.on_request(self, rec)
+        faults = self.faults
+        if self.ordinal in faults.close_at:
+            _log.info("%s: fault: closing the connection on request #%d", self, self.ordinal)
+            return None
+        if faults.error_code is not None:
+            response = error_response(h.request_api_key, h.request_api_version, decoded.body, faults.error_code)
+        else:
+            response = self.state.handle(h.request_api_key, h.request_api_version, decoded.body)
+        if faults.delay > 0:
+            await asyncio.sleep(faults.delay)
+        rec.answered = True
+        rec.error_code = getattr(response, "error_code", None)
+        return response

@@ -1,0 +1,175 @@
+"""A ZooKeeper-mode broker's metadata cache (Kafka 3.9 ZkMetadataCache.updateMetadata), sans I/O.
+
+Rules (kafka-broker-control-requests.md §3.3, cited ZkMC:line):
+- Alive brokers are REPLACED by each UpdateMetadata's LiveBrokers (ZkMC:517-541); v0 brokers
+  become one PLAINTEXT endpoint and below v3 a listener is named after its protocol (UMReq:157-190).
+- Topic ids: cached ids are kept, a topic sent with the zero id loses its id, a real id overwrites.
+- Partition states merge in request order: leader -2 removes the partition (and its topic and id
+  once the topic is empty) and lists it as deleted; any other leader stores it and un-deletes it.
+  No leader-epoch or zkVersion comparison. No partition states at all: the map is kept as is.
+- A FULL request from a KRaft controller (v8+, broker with migration enabled) first deletes every
+  cached topic whose id the request does not mention (ZkMC:77-91). Partitions missing from a
+  mentioned topic are kept, as in Kafka (ZkMC:92-108 deletes and at once re-adds only new ones).
+- ``view()`` is the comparable content: what must equal the controller's view once quiet.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+
+import attrs
+
+from ctrlbatch.context import SecurityProtocol, TopicPartition
+from ctrlbatch.requests import ZERO_UUID, UpdateMetadataPartitionState, UpdateMetadataRequest
+
+__all__ = ["CachedBroker", "CacheView", "MetadataCache", "PartitionView", "partition_view"]
+
+_log = logging.getLogger("ctrlbatch.sim.broker")
+LEADER_DURING_DELETE = -2
+FULL = 2
+
+
+@attrs.frozen
+class CachedBroker:
+    """An alive broker: id, (listener, host, port, security protocol) per endpoint, rack."""
+
+    id: int
+    endpoints: tuple[tuple[str, str, int, int], ...]
+    rack: str | None
+
+
+@attrs.frozen
+class PartitionView:
+    """The cached content of one partition state (its UpdateMetadata fields but the topic name)."""
+
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+
+def partition_view(s: UpdateMetadataPartitionState) -> PartitionView:
+    return PartitionView(
+        s.controller_epoch, s.leader, s.leader_epoch, tuple(s.isr), s.zk_version, tuple(s.replicas),
+        tuple(s.offline_replicas),
+    )
+
+
+@attrs.frozen
+class CacheView:
+    """Comparable cache content: alive brokers by id, partitions, topic ids."""
+
+    brokers: Mapping[int, CachedBroker]
+    partitions: Mapping[TopicPartition, PartitionView]
+    topic_ids: Mapping[str, uuid.UUID]
+
+    def __repr__(self) -> str:
+        return f"CacheView({len(self.brokers)} brokers, {len(self.partitions)} partitions)"
+
+
+def _brokers(request: UpdateMetadataRequest, version: int) -> dict[int, CachedBroker]:
+    out: dict[int, CachedBroker] = {}
+    for b in request.live_brokers:
+        if version == 0:
+            endpoints: tuple[tuple[str, str, int, int], ...] = (("PLAINTEXT", b.v0_host, b.v0_port, 0),)
+        else:
+            endpoints = tuple(
+                (e.listener if version >= 3 else SecurityProtocol(e.security_protocol).default_listener_name,
+                 e.host, e.port, e.security_protocol)
+                for e in b.endpoints
+            )
+        out[b.id] = CachedBroker(b.id, endpoints, b.rack if version >= 2 else None)
+    return out
+
+
+def _partition_states(request: UpdateMetadataRequest, version: int) -> list[UpdateMetadataPartitionState]:
+    """The request's partition states with their topic names (copied in from v5's topic states)."""
+    if version < 5:
+        return list(request.ungrouped_partition_states)
+    return [attrs.evolve(s, topic_name=t.topic_name) for t in request.topic_states for s in t.partition_states]
+
+
+class MetadataCache:
+    """The partition-state map, topic ids, controller id and kind, and alive brokers."""
+
+    def __init__(self) -> None:
+        self.partition_states: dict[str, dict[int, UpdateMetadataPartitionState]] = {}
+        self.topic_ids: dict[str, uuid.UUID] = {}
+        self.controller_id: int | None = None
+        self.controller_is_kraft = False
+        self.alive_brokers: dict[int, CachedBroker] = {}
+
+    def __repr__(self) -> str:
+        n = sum(len(p) for p in self.partition_states.values())
+        return f"MetadataCache({len(self.alive_brokers)} brokers, {n} partitions)"
+
+    def has_alive_broker(self, broker_id: int) -> bool:
+        return broker_id in self.alive_brokers
+
+    def update(self, request: UpdateMetadataRequest, version: int, *, migration_enabled: bool) -> list[TopicPartition]:
+        """Apply one UpdateMetadata; returns the deleted partitions in order (ZkMC:465-598)."""
+        states = _partition_states(request, version)
+        if request.is_k_raft_controller and request.type == FULL:
+            if version < 8:
+                _log.error("Received UpdateMetadataRequest with Type=FULL (2), but version of %d, which should "
+                           "not be possible. Not treating this as a full metadata update", version)
+            elif not migration_enabled:
+                _log.error("Received UpdateMetadataRequest with Type=FULL (2), but ZK migrations are not enabled "
+                           "on this broker. Not treating this as a full metadata update")
+            else:
+                states = self._full_deletions(request, states) + states
+        self.controller_id = None if request.controller_id < 0 else request.controller_id
+        self.controller_is_kraft = self.controller_id is not None and request.is_k_raft_controller
+        self.alive_brokers = _brokers(request, version)
+        topic_ids = dict(self.topic_ids)
+        for t in request.topic_states if version >= 5 else ():
+            if t.topic_id == ZERO_UUID:
+                topic_ids.pop(t.topic_name, None)
+            else:
+                topic_ids[t.topic_name] = t.topic_id
+        deleted: dict[TopicPartition, None] = {}
+        for s in states:
+            tp = TopicPartition(s.topic_name, s.partition_index)
+            if s.leader == LEADER_DURING_DELETE:
+                infos = self.partition_states.get(tp.topic)
+                if infos is not None:
+                    infos.pop(tp.partition, None)
+                    if not infos:
+                        del self.partition_states[tp.topic]
+                        topic_ids.pop(tp.topic, None)
+                deleted[tp] = None
+            else:
+                self.partition_states.setdefault(tp.topic, {})[tp.partition] = s
+                deleted.pop(tp, None)
+        self.topic_ids = topic_ids
+        return list(deleted)
+
+    def _full_deletions(
+        self, request: UpdateMetadataRequest, states: list[UpdateMetadataPartitionState]
+    ) -> list[UpdateMetadataPartitionState]:
+        """Deletion entries for every cached topic (with an id) whose id the FULL request lacks:
+        leader -2, epochs 0, the request's controller epoch, the old replicas and ISR (ZkMC:126-150)."""
+        mentioned = {t.topic_id for t in request.topic_states}
+        out: list[UpdateMetadataPartitionState] = []
+        for topic, topic_id in self.topic_ids.items():
+            if topic_id in mentioned:
+                continue
+            _log.info("Deleting topic %s (id %s): absent from a FULL UpdateMetadata", topic, topic_id)
+            for p, old in self.partition_states.get(topic, {}).items():
+                out.append(UpdateMetadataPartitionState(
+                    topic_name=topic, partition_index=p, controller_epoch=request.controller_epoch,
+                    leader=LEADER_DURING_DELETE, leader_epoch=0, isr=old.isr, zk_version=0, replicas=old.replicas,
+                    offline_replicas=old.offline_replicas,
+                ))
+        return out
+
+    def view(self) -> CacheView:
+        parts = {
+            TopicPartition(t, p): partition_view(s) for t, infos in self.partition_states.items() for p, s in infos.items()
+        }
+        return CacheView(dict(self.alive_brokers), parts, dict(self.topic_ids))
