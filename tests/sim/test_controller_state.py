@@ -1,0 +1,202 @@
+"""ControllerState, sans I/O: kafka-broker-registration.md's checks, epochs and fencing.
+
+Golden cases after ClusterControlManagerTest (cluster id, features, incarnations, migrating
+broker listener) and BrokerHeartbeatManagerTest (session validity, the state table).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from ctrlbatch.context import MetadataVersion
+from ctrlbatch.requests import BrokerHeartbeatRequest, BrokerRegistrationRequest, Feature, Listener
+from ctrlbatch.sim.controller_state import ControllerConfig, ControllerState, ControlState, EventKind
+
+INC_A, INC_B = uuid.UUID(int=0xA << 70), uuid.UUID(int=0xB << 70)
+DIR_1, DIR_2 = uuid.UUID(int=(1 << 64) | 500), uuid.UUID(int=(2 << 64) | 500)
+MV = MetadataVersion.IBP_3_9_IV0
+
+
+def reg(
+    broker_id: int = 1,
+    incarnation: uuid.UUID = INC_A,
+    *,
+    cluster: str = "c1",
+    migrating: bool = False,
+    listener: str = "PLAINTEXT",
+    protocol: int = 0,
+    dirs: tuple[uuid.UUID, ...] | None = None,
+    mv_range: tuple[int, int] | None = (MV.feature_level, MV.feature_level),
+    extra: tuple[Feature, ...] = (),
+) -> BrokerRegistrationRequest:
+    features = (() if mv_range is None else (Feature(name="metadata.version", min_supported_version=mv_range[0],
+                                                      max_supported_version=mv_range[1]),)) + extra
+    return BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id=cluster, incarnation_id=incarnation,
+        listeners=[Listener(name=listener, host="127.0.0.1", port=9092 + broker_id, security_protocol=protocol)],
+        features=features, rack=None, is_migrating_zk_broker=migrating,
+        log_dirs=(uuid.UUID(int=(broker_id << 64) | 777),) if dirs is None else dirs,
+    )
+
+
+def hb(broker_id: int, epoch: int, offset: int = 1000, *, fence: bool = False, shut: bool = False) -> BrokerHeartbeatRequest:
+    return BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=epoch, current_metadata_offset=offset,
+                                  want_fence=fence, want_shut_down=shut)
+
+
+def ctl(**kw) -> ControllerState:  # type: ignore[no-untyped-def]
+    kw.setdefault("cluster_id", "c1")
+    leads = kw.pop("leads", None)
+    return ControllerState(ControllerConfig(**kw), leads_partitions=leads)
+
+
+def test_first_registration_gets_the_record_offset_as_epoch() -> None:
+    c = ctl()
+    r1, ev1 = c.register(reg(1), 0)
+    r2, _ = c.register(reg(2), 0)
+    assert (r1.error_code, r1.broker_epoch, r2.broker_epoch) == (0, 1, 2)
+    assert ev1[0].kind == EventKind.JOINED and c.registrations[1].state == ControlState.FENCED
+
+
+def test_wrong_cluster_id() -> None:
+    r, ev = ctl().register(reg(cluster="other"), 0)
+    assert (r.error_code, r.broker_epoch, ev) == (104, -1, [])
+
+
+def test_duplicate_incarnation_with_a_live_session_then_expired() -> None:
+    c = ctl(session_timeout_ms=1000)
+    e = c.register(reg(1, INC_A), 0)[0].broker_epoch
+    c.heartbeat(hb(1, e), 0)  # unfenced
+    assert c.registrations[1].state == ControlState.UNFENCED
+    assert c.register(reg(1, INC_B), 500)[0].error_code == 101
+    r, ev = c.register(reg(1, INC_B), 1001)  # session expired, even before the fencing task ran
+    assert r.error_code == 0 and r.broker_epoch > e and ev[0].kind == EventKind.BOUNCED
+
+
+def test_same_incarnation_keeps_epoch_and_flags_but_moves_the_record_offset() -> None:
+    c = ctl()
+    e = c.register(reg(1), 0)[0].broker_epoch
+    c.heartbeat(hb(1, e), 0)
+    old_offset = c.registrations[1].record_offset
+    r, ev = c.register(reg(1), 10)
+    assert r.broker_epoch == e and ev[0].kind == EventKind.UPDATED
+    assert c.registrations[1].state == ControlState.UNFENCED and c.registrations[1].record_offset > old_offset
+
+
+@pytest.mark.parametrize(("migration", "mv", "code"), [
+    (False, MV, 102), (True, MetadataVersion.IBP_3_3_IV3, 102), (True, MV, 0),
+])
+def test_migrating_zk_broker_needs_migration(migration: bool, mv: MetadataVersion, code: int) -> None:
+    c = ctl(migration_enabled=migration, metadata_version=mv)
+    r, _ = c.register(reg(migrating=True, mv_range=(mv.feature_level, mv.feature_level)), 0)
+    assert r.error_code == code
+
+
+def test_kraft_broker_during_pre_migration() -> None:
+    assert ctl(migration_enabled=True, pre_migration=True).register(reg(), 0)[0].error_code == 102
+
+
+def test_migrating_broker_without_the_inter_broker_listener() -> None:
+    r, _ = ctl(migration_enabled=True).register(reg(migrating=True, listener="INTERNAL"), 0)
+    assert r.error_code == 119
+
+
+@pytest.mark.parametrize("dirs", [(), (uuid.UUID(int=5),), (DIR_1, DIR_1)])
+def test_bad_log_dirs(dirs: tuple[uuid.UUID, ...]) -> None:
+    assert ctl().register(reg(dirs=dirs), 0)[0].error_code == 119
+
+
+def test_log_dir_owned_by_another_broker_and_old_versions_skip_the_check() -> None:
+    c = ctl()
+    c.register(reg(1, dirs=(DIR_1,)), 0)
+    assert c.register(reg(2, dirs=(DIR_1,)), 0)[0].error_code == 119
+    mv = MetadataVersion.IBP_3_6_IV2
+    assert ctl(metadata_version=mv).register(reg(dirs=(), mv_range=(1, mv.feature_level)), 0)[0].error_code == 0
+
+
+def test_unknown_security_protocol_is_unknown_server_error() -> None:
+    assert ctl().register(reg(protocol=9), 0)[0].error_code == -1
+
+
+@pytest.mark.parametrize(("mv_range", "extra", "code"), [
+    ((1, 20), (), 35),
+    ((22, 23), (), 35),
+    (None, (), 35),
+    ((1, 21), (), 0),
+    ((1, 21), (Feature(name="unknown.feature", min_supported_version=0, max_supported_version=3),), 0),
+])
+def test_feature_checks(mv_range: tuple[int, int] | None, extra: tuple[Feature, ...], code: int) -> None:
+    assert ctl().register(reg(mv_range=mv_range, extra=extra), 0)[0].error_code == code
+
+
+def test_finalized_feature_the_broker_does_not_list() -> None:
+    c = ctl(finalized_features=(("group.version", 1),))
+    assert c.register(reg(), 0)[0].error_code == 35
+    ok = reg(extra=(Feature(name="group.version", min_supported_version=0, max_supported_version=1),))
+    assert c.register(ok, 0)[0].error_code == 0
+
+
+def test_metadata_version_1_accepts_a_broker_without_the_feature() -> None:
+    mv = MetadataVersion.IBP_3_0_IV1
+    assert ctl(metadata_version=mv).register(reg(mv_range=None, dirs=()), 0)[0].error_code == 0
+
+
+def test_heartbeat_epoch_must_be_exact() -> None:
+    c = ctl()
+    e = c.register(reg(1), 0)[0].broker_epoch
+    assert c.heartbeat(hb(1, e + 1), 0)[0].error_code == 77
+    assert c.heartbeat(hb(1, e - 1), 0)[0].error_code == 77
+    assert c.heartbeat(hb(9, e), 0)[0].error_code == 77
+    r = c.heartbeat(hb(9, e), 0)[0]
+    assert (r.is_fenced, r.is_caught_up, r.should_shut_down) == (True, False, False)  # defaults on error
+
+
+def test_unfence_needs_the_registration_offset() -> None:
+    c = ctl()
+    e = c.register(reg(1), 0)[0].broker_epoch
+    r, ev = c.heartbeat(hb(1, e, offset=e - 1), 0)
+    assert (r.is_caught_up, r.is_fenced, ev) == (False, True, [])
+    r, ev = c.heartbeat(hb(1, e, offset=e), 0)
+    assert (r.is_caught_up, r.is_fenced) == (True, False) and ev[0].kind == EventKind.UNFENCED
+
+
+def test_state_table() -> None:
+    leading = {1}
+    c = ctl(leads=lambda b: b in leading)
+    e = c.register(reg(1), 0)[0].broker_epoch
+    c.register(reg(2), 0)
+    c.heartbeat(hb(1, e), 0)
+    c.heartbeat(hb(2, 2, offset=2000), 0)
+    r, ev = c.heartbeat(hb(1, e, shut=True), 0)
+    assert c.registrations[1].state == ControlState.CONTROLLED_SHUTDOWN and not r.is_fenced and not r.should_shut_down
+    leading.clear()
+    r, ev = c.heartbeat(hb(1, e, shut=True), 0)  # broker 2 reported 2000 >= the shutdown offset
+    assert r.should_shut_down and r.is_fenced and ev[0].kind == EventKind.SHUTDOWN_NOW
+    r, ev = c.heartbeat(hb(2, 2, fence=True), 0)
+    assert r.is_fenced and ev[0].kind == EventKind.FENCED
+    r, _ = c.heartbeat(hb(2, 2, shut=True), 0)
+    assert r.should_shut_down
+
+
+def test_session_expiry_fences_oldest_first() -> None:
+    c = ctl(session_timeout_ms=100)
+    for b in (1, 2, 3):
+        c.register(reg(b), 0)
+    c.heartbeat(hb(2, 2), 10)
+    c.heartbeat(hb(1, 1), 20)
+    c.heartbeat(hb(3, 3), 500)
+    assert c.next_expiry_ms() == 110
+    ev = c.fence_stale_brokers(200)
+    assert [(e.kind, e.broker_id) for e in ev] == [(EventKind.FENCED, 2), (EventKind.FENCED, 1)]
+    assert c.fence_stale_brokers(200) == []
+
+
+def test_authorization_and_not_controller() -> None:
+    c = ctl()
+    c.deny_cluster_action = True
+    assert c.register(reg(), 0)[0].error_code == 31
+    assert c.heartbeat(hb(1, 1), 0)[0].error_code == 31
+    c.deny_cluster_action, c.active = False, False
+    assert c.register(reg(), 0)[0].error_code == 41
