@@ -1,0 +1,493 @@
+"""The metadata image a replay folds from KRaft records, and Kafka 3.9's MetadataDelta rules.
+
+Rules (kafka-metadata-records.md; Kafka's ClusterDelta, TopicsDelta, TopicDelta,
+PartitionRegistration.merge, BrokerRegistration.cloneWith):
+- A ``MetadataImage`` is a frozen, picklable value: brokers by id, topics by id, topic ids by
+  name, metadata.version, and the offset and KRaft epoch of the last applied delta. Its dicts
+  are never mutated: ``apply_delta`` copies only what a delta changes (copy on write).
+- ``apply_delta(image, records)`` replays the records the way ``MetadataDelta.replay`` does and
+  returns the new image with the ``DeltaChanges`` MigrationPropagator reads: changed brokers
+  (new registration, or None when unregistered), deleted topics (their image before the delta),
+  changed topics (the new state of each partition a record touched, and the old one).
+- Broker records: a registration replaces the old one; fence/unfence and
+  BrokerRegistrationChange need the registered epoch; a change counts only if the registration
+  changed. Topic records: removing a topic created or changed in the same delta drops that
+  change, and the id counts as deleted only if the image had it; deletions apply before
+  additions, so a delete and a re-create of one name ends with the new topic.
+- Records with no effect on these requests (configs, quotas, ACLs, SCRAM, producer ids,
+  delegation tokens, migration state, NoOp) are accepted and ignored; transaction markers are
+  the delta grouping's business (deltas.py) and are ignored here; an unknown type is an error.
+- A record Kafka's replay would throw on raises ``MetadataReplayError`` naming the offset, the
+  record type and why.
+- A *partial* image (all brokers, features, only some topics) is allowed wherever the topics a
+  delta touches are present: see ``touched_topics`` / ``needs_full_image`` in propagator.py.
+Not kept (no field of LeaderAndIsr v7, UpdateMetadata v8 or StopReplica v4 uses them):
+partition directories and ELR, configs, controllers, broker incarnation ids.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from ctrlbatch.cli import CommandError
+from ctrlbatch.context import Broker, EndPoint, MetadataVersion
+
+from . import records as rec
+
+__all__ = [
+    "EMPTY_IMAGE",
+    "BrokerRegistration",
+    "DeltaChanges",
+    "MetadataImage",
+    "MetadataReplayError",
+    "PartitionRegistration",
+    "TopicChange",
+    "TopicImage",
+    "apply_delta",
+    "metadata_version_for_level",
+]
+
+# Replayed by MetadataDelta into areas these requests never read.
+_IGNORED_TYPES = frozenset({
+    rec.CONFIG_RECORD, rec.DELEGATION_TOKEN_RECORD, rec.USER_SCRAM_CREDENTIAL_RECORD, rec.CLIENT_QUOTA_RECORD,
+    rec.PRODUCER_IDS_RECORD, rec.ACCESS_CONTROL_ENTRY_RECORD, rec.REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
+    rec.NO_OP_RECORD, rec.ZK_MIGRATION_STATE_RECORD, rec.REMOVE_USER_SCRAM_CREDENTIAL_RECORD,
+    rec.REMOVE_DELEGATION_TOKEN_RECORD,
+})
+_TRANSACTION_TYPES = frozenset(
+    {rec.BEGIN_TRANSACTION_RECORD, rec.END_TRANSACTION_RECORD, rec.ABORT_TRANSACTION_RECORD}
+)
+# Records that make MetadataDelta create its cluster / topics sub-delta (MD:184-258).
+BROKER_TYPES = frozenset({
+    rec.REGISTER_BROKER_RECORD, rec.UNREGISTER_BROKER_RECORD, rec.FENCE_BROKER_RECORD,
+    rec.UNFENCE_BROKER_RECORD, rec.BROKER_REGISTRATION_CHANGE_RECORD,
+})
+_CLUSTER_TYPES = BROKER_TYPES | {rec.REGISTER_CONTROLLER_RECORD}
+_TOPIC_TYPES = frozenset(
+    {rec.TOPIC_RECORD, rec.PARTITION_RECORD, rec.PARTITION_CHANGE_RECORD, rec.REMOVE_TOPIC_RECORD}
+)
+
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader default
+NO_RECOVERY_STATE_CHANGE = -1  # PartitionChangeRecord.leaderRecoveryState default
+METADATA_VERSION_FEATURE = "metadata.version"
+# BrokerRegistrationChangeRecord.fenced: 1 fence, 0 no change, -1 unfence (BrokerRegistrationFencingChange).
+_FENCING_CHANGE: dict[int, bool | None] = {1: True, 0: None, -1: False}
+# BrokerRegistrationChangeRecord.inControlledShutdown: 1 enter, 0 no change.
+_SHUTDOWN_CHANGE: dict[int, bool | None] = {1: True, 0: None}
+_RECOVERY_STATES = frozenset({0, 1})
+
+def type_name(record_type: int) -> str:
+    return rec.RECORD_TYPE_NAMES.get(record_type, f"record type {record_type}")
+
+
+class MetadataReplayError(CommandError):
+    """A record that Kafka's MetadataDelta would refuse: where (offset, type) and why."""
+
+    def __init__(self, record: Any, reason: str) -> None:
+        self.offset = getattr(record, "offset", None)
+        self.record_type = getattr(record, "type", None)
+        where = f"record at offset {self.offset} ({type_name(self.record_type or -1)} v{getattr(record, 'version', '?')})"
+        super().__init__(f"{where}: {reason}")
+
+
+def _ids(values: Iterable[int] | None) -> tuple[int, ...]:
+    return () if values is None else tuple(values)
+
+
+@attrs.frozen(slots=True, repr=False)
+class BrokerRegistration:
+    """A registered broker as the image holds it (Kafka's BrokerRegistration, the fields used here).
+
+    ``broker`` is the context's Broker value (id, endpoints in registration order, rack)."""
+
+    id: int
+    epoch: int
+    broker: Broker
+    features: tuple[tuple[str, int, int], ...]  # sorted by name: Kafka compares them as a map
+    fenced: bool
+    in_controlled_shutdown: bool
+    is_migrating_zk_broker: bool
+    directories: tuple[uuid.UUID, ...]  # sorted, as Kafka's constructor sorts them
+    incarnation_id: uuid.UUID | None = None
+
+    def __repr__(self) -> str:
+        flags = "".join(
+            f for f, on in ((" fenced", self.fenced), (" shutting-down", self.in_controlled_shutdown),
+                            (" zk", self.is_migrating_zk_broker)) if on
+        )
+        return f"BrokerRegistration({self.id} epoch={self.epoch}{flags})"
+
+    @classmethod
+    def from_record(cls, data: Any) -> BrokerRegistration:
+        """BrokerRegistration.fromRecord (BR:198-221); a listener name given twice keeps the last."""
+        endpoints: dict[str, EndPoint] = {}
+        for e in data.end_points:
+            endpoints[e.name] = EndPoint(e.host, e.port, e.name, e.security_protocol)
+        features = {f.name: (f.name, f.min_supported_version, f.max_supported_version) for f in data.features}
+        return cls(
+            id=data.broker_id,
+            epoch=data.broker_epoch,
+            broker=Broker(data.broker_id, tuple(endpoints.values()), data.rack),
+            features=tuple(features[n] for n in sorted(features)),
+            fenced=bool(data.fenced),
+            in_controlled_shutdown=bool(getattr(data, "in_controlled_shutdown", False)),
+            is_migrating_zk_broker=bool(getattr(data, "is_migrating_zk_broker", False)),
+            directories=tuple(sorted(getattr(data, "log_dirs", None) or ())),
+            incarnation_id=getattr(data, "incarnation_id", None),
+        )
+
+
+@attrs.frozen(slots=True)
+class PartitionRegistration:
+    """One partition's state (Kafka's PartitionRegistration, the fields the requests carry)."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader: int = -1
+    leader_recovery_state: int = 0
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+
+    @classmethod
+    def from_record(cls, data: Any) -> PartitionRegistration:
+        return cls(
+            _ids(data.replicas), _ids(data.isr), _ids(data.removing_replicas), _ids(data.adding_replicas),
+            data.leader, data.leader_recovery_state, data.leader_epoch, data.partition_epoch,
+        )
+
+    def merge(self, data: Any) -> PartitionRegistration:
+        """PartitionRegistration.merge (PR:241-280): absent lists keep theirs; a leader other
+        than -2 is set and bumps the leader epoch; the partition epoch always moves by one."""
+        if data.leader == NO_LEADER_CHANGE:
+            leader, leader_epoch = self.leader, self.leader_epoch
+        else:
+            leader, leader_epoch = data.leader, self.leader_epoch + 1
+        lrs = data.leader_recovery_state
+        return PartitionRegistration(
+            self.replicas if data.replicas is None else tuple(data.replicas),
+            self.isr if data.isr is None else tuple(data.isr),
+            self.removing_replicas if data.removing_replicas is None else tuple(data.removing_replicas),
+            self.adding_replicas if data.adding_replicas is None else tuple(data.adding_replicas),
+            leader,
+            self.leader_recovery_state if lrs == NO_RECOVERY_STATE_CHANGE else lrs,
+            leader_epoch,
+            self.partition_epoch + 1,
+        )
+
+
+@attrs.frozen(slots=True, repr=False)
+class TopicImage:
+    id: uuid.UUID
+    name: str
+    partitions: Mapping[int, PartitionRegistration]
+
+    def __repr__(self) -> str:
+        return f"TopicImage({self.name!r}, {len(self.partitions)} partitions)"
+
+
+@attrs.frozen(slots=True, repr=False)
+class MetadataImage:
+    """The replayed cluster state. Never mutate its dicts (they are shared between images)."""
+
+    brokers: Mapping[int, BrokerRegistration] = attrs.field(factory=dict)
+    topics: Mapping[uuid.UUID, TopicImage] = attrs.field(factory=dict)
+    topic_ids_by_name: Mapping[str, uuid.UUID] = attrs.field(factory=dict)
+    metadata_version: MetadataVersion = MetadataVersion.IBP_3_0_IV1  # FeaturesImage.EMPTY's
+    offset: int = -1
+    epoch: int = -1
+
+    def __repr__(self) -> str:
+        return (
+            f"MetadataImage(offset={self.offset} epoch={self.epoch} {self.metadata_version} "
+            f"{len(self.brokers)} brokers, {len(self.topics)} topics)"
+        )
+
+    def topic_by_name(self, name: str) -> TopicImage | None:
+        tid = self.topic_ids_by_name.get(name)
+        return None if tid is None else self.topics.get(tid)
+
+    def with_topics(self, topic_ids: Iterable[uuid.UUID]) -> MetadataImage:
+        """This image keeping only the given topics (a partial image), names pointing at kept ids."""
+        keep = {t: self.topics[t] for t in topic_ids if t in self.topics}
+        names = {n: t for n, t in self.topic_ids_by_name.items() if t in keep}
+        return attrs.evolve(self, topics=keep, topic_ids_by_name=names)
+
+
+EMPTY_IMAGE = MetadataImage()
+
+
+@attrs.frozen(slots=True)
+class TopicChange:
+    """A changed topic of a delta: its name, whether the delta created it, and for each
+    partition a record touched the new state and the state before the delta (None if new)."""
+
+    id: uuid.UUID
+    name: str
+    created: bool
+    partitions: Mapping[int, PartitionRegistration]
+    previous: Mapping[int, PartitionRegistration | None]
+
+
+@attrs.frozen(slots=True)
+class DeltaChanges:
+    """What MigrationPropagator reads from a MetadataDelta."""
+
+    cluster_touched: bool = False
+    topics_touched: bool = False
+    changed_brokers: Mapping[int, BrokerRegistration | None] = attrs.field(factory=dict)
+    deleted_topics: Mapping[uuid.UUID, TopicImage] = attrs.field(factory=dict)
+    changed_topics: Mapping[uuid.UUID, TopicChange] = attrs.field(factory=dict)
+    metadata_version_changed: MetadataVersion | None = None
+
+    @property
+    def touched(self) -> bool:
+        """Kafka's test before propagating a delta: topics or cluster delta present (KMD:600-606)."""
+        return self.cluster_touched or self.topics_touched
+
+
+_BY_LEVEL = {mv.feature_level: mv for mv in MetadataVersion if mv.feature_level > 0}
+
+
+def metadata_version_for_level(level: int) -> MetadataVersion | None:
+    """MetadataVersion.fromFeatureLevel, or None for a level 3.9 does not know."""
+    return _BY_LEVEL.get(level)
+
+
+class _Delta:
+    """The pending changes of one delta over a base image (MetadataDelta's cluster/topics/features)."""
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self.brokers: dict[int, BrokerRegistration | None] = {}
+        self.topics: dict[uuid.UUID, tuple[str, dict[int, PartitionRegistration]]] = {}
+        self.created: set[uuid.UUID] = set()
+        self.deleted: dict[uuid.UUID, TopicImage] = {}
+        self.metadata_version: MetadataVersion | None = None
+        self.cluster_touched = False
+        self.topics_touched = False
+
+    # -- cluster (ClusterDelta)
+
+    def _broker(self, record: Any, broker_id: int, epoch: int, action: str) -> BrokerRegistration:
+        current = self.brokers[broker_id] if broker_id in self.brokers else self.image.brokers.get(broker_id)
+        if current is None:
+            raise MetadataReplayError(
+                record, f"Tried to {action} broker {broker_id}, but that broker was not registered."
+            )
+        if current.epoch != epoch:
+            raise MetadataReplayError(
+                record,
+                f"Tried to {action} broker {broker_id}, but the given epoch, {epoch}, did not match the "
+                f"current broker epoch, {current.epoch}",
+            )
+        return current
+
+    def register_broker(self, record: Any) -> None:
+        reg = BrokerRegistration.from_record(record.data)
+        self.brokers[reg.id] = reg
+
+    def unregister_broker(self, record: Any) -> None:
+        self.brokers[record.data.broker_id] = None
+
+    def fence(self, record: Any, fenced: bool) -> None:
+        d = record.data
+        current = self._broker(record, d.id, d.epoch, "fence" if fenced else "unfence")
+        self.brokers[d.id] = attrs.evolve(current, fenced=fenced)
+
+    def fence_broker(self, record: Any) -> None:
+        self.fence(record, True)
+
+    def unfence_broker(self, record: Any) -> None:
+        self.fence(record, False)
+
+    def change_broker(self, record: Any) -> None:
+        d = record.data
+        current = self._broker(record, d.broker_id, d.broker_epoch, "change")
+        if d.fenced not in _FENCING_CHANGE:
+            raise MetadataReplayError(record, f"unknown value for fenced field: {d.fenced}")
+        shutdown = getattr(d, "in_controlled_shutdown", 0)
+        if shutdown not in _SHUTDOWN_CHANGE:
+            raise MetadataReplayError(record, f"unknown value for inControlledShutdown field: {shutdown}")
+        fenced, in_shutdown = _FENCING_CHANGE[d.fenced], _SHUTDOWN_CHANGE[shutdown]
+        dirs = getattr(d, "log_dirs", None)
+        new = attrs.evolve(
+            current,
+            fenced=current.fenced if fenced is None else fenced,
+            in_controlled_shutdown=current.in_controlled_shutdown if in_shutdown is None else in_shutdown,
+            directories=tuple(sorted(dirs)) if dirs else current.directories,
+        )
+        if new != current:  # CD:148-150: only an actual change is recorded
+            self.brokers[d.broker_id] = new
+
+    # -- topics (TopicsDelta / TopicDelta)
+
+    def _changed_topic(self, record: Any, topic_id: uuid.UUID) -> dict[int, PartitionRegistration]:
+        entry = self.topics.get(topic_id)
+        if entry is None:
+            topic = self.image.topics.get(topic_id)
+            if topic is None:
+                raise MetadataReplayError(record, f"no topic with id {topic_id} in the image or this delta")
+            entry = self.topics[topic_id] = (topic.name, {})
+        return entry[1]
+
+    def _partition(self, topic_id: uuid.UUID, partition: int) -> PartitionRegistration | None:
+        entry = self.topics.get(topic_id)
+        if entry is not None and partition in entry[1]:
+            return entry[1][partition]
+        topic = self.image.topics.get(topic_id)
+        return None if topic is None else topic.partitions.get(partition)
+
+    def topic(self, record: Any) -> None:
+        d = record.data
+        self.topics[d.topic_id] = (d.name, {})
+        self.created.add(d.topic_id)
+
+    def partition(self, record: Any) -> None:
+        d = record.data
+        _check_recovery_state(record, d.leader_recovery_state)
+        self._changed_topic(record, d.topic_id)[d.partition_id] = PartitionRegistration.from_record(d)
+
+    def partition_change(self, record: Any) -> None:
+        d = record.data
+        base = self._partition(d.topic_id, d.partition_id)
+        if base is None:
+            raise MetadataReplayError(
+                record, f"partition {d.partition_id} of topic id {d.topic_id} is in neither the image nor this delta"
+            )
+        if d.leader_recovery_state != NO_RECOVERY_STATE_CHANGE:
+            _check_recovery_state(record, d.leader_recovery_state)
+        self._changed_topic(record, d.topic_id)[d.partition_id] = base.merge(d)
+
+    def remove_topic(self, record: Any) -> None:
+        tid = record.data.topic_id
+        pending = self.topics.pop(tid, None)
+        self.created.discard(tid)
+        old = self.image.topics.get(tid)
+        if pending is None and old is None:
+            raise MetadataReplayError(record, f"Unable to delete topic with id {tid}: no such topic found.")
+        if old is not None:
+            self.deleted[tid] = old
+
+    # -- features
+
+    def feature_level(self, record: Any) -> None:
+        d = record.data
+        if d.name != METADATA_VERSION_FEATURE:
+            return
+        mv = metadata_version_for_level(d.feature_level)
+        if mv is None:
+            raise MetadataReplayError(record, f"unknown metadata.version feature level {d.feature_level}")
+        self.metadata_version = mv
+        # MD:309-322: a metadata.version change creates every sub-delta.
+        self.cluster_touched = self.topics_touched = True
+
+    def register_controller(self, record: Any) -> None:
+        pass
+
+    # -- result
+
+    def apply(self, offset: int | None, epoch: int | None) -> tuple[MetadataImage, DeltaChanges]:
+        image = self.image
+        brokers = image.brokers
+        if self.brokers:
+            brokers = dict(brokers)
+            for bid, reg in self.brokers.items():
+                if reg is None:
+                    brokers.pop(bid, None)
+                else:
+                    brokers[bid] = reg
+        topics: Mapping[uuid.UUID, TopicImage] = image.topics
+        names: Mapping[str, uuid.UUID] = image.topic_ids_by_name
+        changed: dict[uuid.UUID, TopicChange] = {}
+        if self.deleted or self.topics:
+            new_topics = dict(topics)
+            new_names = dict(names) if self.deleted or self.created else None
+            for tid, old in self.deleted.items():  # TsD:129-153: deletions first
+                del new_topics[tid]
+                assert new_names is not None
+                new_names.pop(old.name, None)
+            for tid, (name, parts) in self.topics.items():
+                base = image.topics.get(tid)
+                before: Mapping[int, PartitionRegistration] = {} if base is None else base.partitions
+                merged = dict(before)
+                merged.update(parts)
+                new_topics[tid] = TopicImage(tid, name, merged)
+                if (names if new_names is None else new_names).get(name) != tid:
+                    if new_names is None:
+                        new_names = dict(names)
+                    new_names[name] = tid
+                changed[tid] = TopicChange(
+                    tid, name, tid in self.created, parts, {p: before.get(p) for p in parts}
+                )
+            topics = new_topics
+            if new_names is not None:
+                names = new_names
+        new = MetadataImage(
+            brokers,
+            topics,
+            names,
+            self.metadata_version or image.metadata_version,
+            image.offset if offset is None else offset,
+            image.epoch if epoch is None else epoch,
+        )
+        return new, DeltaChanges(
+            self.cluster_touched,
+            self.topics_touched,
+            self.brokers,
+            self.deleted,
+            changed,
+            self.metadata_version,
+        )
+
+
+def _check_recovery_state(record: Any, value: int) -> None:
+    if value not in _RECOVERY_STATES:
+        raise MetadataReplayError(record, f"unknown leaderRecoveryState {value}")
+
+
+_REPLAY: dict[int, Callable[[_Delta, Any], None]] = {
+    rec.REGISTER_BROKER_RECORD: _Delta.register_broker,
+    rec.UNREGISTER_BROKER_RECORD: _Delta.unregister_broker,
+    rec.TOPIC_RECORD: _Delta.topic,
+    rec.PARTITION_RECORD: _Delta.partition,
+    rec.PARTITION_CHANGE_RECORD: _Delta.partition_change,
+    rec.FENCE_BROKER_RECORD: _Delta.fence_broker,
+    rec.UNFENCE_BROKER_RECORD: _Delta.unfence_broker,
+    rec.REMOVE_TOPIC_RECORD: _Delta.remove_topic,
+    rec.FEATURE_LEVEL_RECORD: _Delta.feature_level,
+    rec.BROKER_REGISTRATION_CHANGE_RECORD: _Delta.change_broker,
+    rec.REGISTER_CONTROLLER_RECORD: _Delta.register_controller,
+}
+
+
+def apply_delta(
+    image: MetadataImage, records: Iterable[Any], *, offset: int | None = None, epoch: int | None = None
+) -> tuple[MetadataImage, DeltaChanges]:
+    """Replay ``records`` (MetadataRecord: offset, type, version, data) over ``image`` as one
+    MetadataDelta; the new image takes ``offset`` and ``epoch`` (default: the old ones)."""
+    if not isinstance(image, MetadataImage):
+        raise TypeError(f"image: expected a MetadataImage, got {type(image).__name__}")
+    delta = _Delta(image)
+    for record in records:
+        t = record.type
+        replay = _REPLAY.get(t)
+        if replay is not None:
+            if t in _CLUSTER_TYPES:
+                delta.cluster_touched = True
+            elif t in _TOPIC_TYPES:
+                delta.topics_touched = True
+            try:
+                replay(delta, record)
+            except MetadataReplayError:
+                raise
+            except (AttributeError, TypeError, ValueError) as e:
+                raise MetadataReplayError(record, f"malformed record data: {e}") from e
+        elif t not in _IGNORED_TYPES and t not in _TRANSACTION_TYPES:
+            raise MetadataReplayError(record, f"unknown metadata record type {t}")
+    return delta.apply(offset, epoch)

@@ -1,0 +1,429 @@
+"""Kafka 3.9's MigrationPropagator over a replayed image: the requests each delta (or a snapshot
+image) makes the KRaft controller send to ZooKeeper-mode brokers.
+
+Rules (kafka-migration-propagator.md §2-7, MigrationPropagator.scala 3.9):
+- A delta that touches neither topics nor the cluster sends nothing. Otherwise batch A (type
+  UNKNOWN): UpdateMetadata with every partition to the changed target brokers (registered,
+  unfenced, new or changed registration), plus the other target brokers (with no partitions of
+  their own) when any broker changed. Then batch B (INCREMENTAL): LeaderAndIsr (is_new) for
+  every partition a changed target broker hosts; for a deleted topic, StopReplica(delete) to
+  all its replicas and an explicit UpdateMetadata state (leader -2, epochs 0, the header's
+  controller epoch) to the old target brokers, with Kafka's inverted offline list unless
+  ``correct_offline``; for each changed partition, LeaderAndIsr (is_new) to all its replicas and
+  StopReplica(delete) to the replicas it lost.
+- An image (a snapshot) sends UpdateMetadata with everything to every target broker, then a
+  FULL batch: LeaderAndIsr for every partition to all replicas (and its UpdateMetadata to all
+  brokers); never StopReplica.
+- Targets: "migrating" is Kafka's filter (isMigratingZkBroker); "all" (the default) treats every
+  registered broker as a migrating ZooKeeper broker, since real KRaft logs have none. The batch
+  addresses every registered broker; only registered, unfenced targets receive: a request to
+  any other is returned as ``Send(dropped=True)`` (Kafka's channel manager drops it).
+- Controller id: the KRaft leader of the delta (the last LeaderChange), else
+  ``options.controller_id``. Header controller epoch: ``options.zk_controller_epoch``, else the
+  KRaft epoch of the delta's last batch. Versions: from ``options.ibp``, else the image's
+  metadata.version.
+Deterministic order (beyond Kafka, whose maps are hash maps): the batch keeps first-add order,
+so it is fed in canonical order: UpdateMetadata brokers ascending and partitions by (topic,
+partition); each broker's first LeaderAndIsr / StopReplica add in ascending broker order, then
+partitions by (topic, partition). The content equals what Kafka's call sequence accumulates
+(the same states, sets and last-write-wins results), only ordered.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+import attrs
+
+from ctrlbatch.batch import ControllerBrokerRequestBatch, OutboundRequest, UpdateType
+from ctrlbatch.context import (
+    IllegalStateError,
+    LeaderAndIsr,
+    MetadataVersion,
+    ReplicaAssignment,
+    TopicPartition,
+)
+
+from . import records as rec
+from .channel_context import MigrationControllerChannelContext
+from .deltas import Delta
+from .image import (
+    BROKER_TYPES,
+    BrokerRegistration,
+    DeltaChanges,
+    MetadataImage,
+    MetadataReplayError,
+    PartitionRegistration,
+    apply_delta,
+)
+
+__all__ = [
+    "TARGETS",
+    "ReplayOptions",
+    "Send",
+    "TouchedTopics",
+    "needs_full_image",
+    "partial_image",
+    "propagate_changes",
+    "propagate_delta",
+    "propagate_image",
+    "touched_topics",
+]
+
+TARGETS = ("all", "migrating")
+_TARGET_FILTERS: dict[str, Callable[[BrokerRegistration], bool]] = {
+    "all": lambda reg: True,
+    "migrating": lambda reg: reg.is_migrating_zk_broker,
+}
+
+
+def _check_int(name: str) -> Callable[[Any, Any, Any], None]:
+    def check(_self: Any, _attr: Any, value: Any) -> None:
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ValueError(f"{name}: expected an integer, got {value!r}")
+
+    return check
+
+
+def _check_targets(_self: Any, _attr: Any, value: Any) -> None:
+    if value not in TARGETS:
+        raise ValueError(f"targets: expected one of {', '.join(TARGETS)}, got {value!r}")
+
+
+def _check_ibp(_self: Any, _attr: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, MetadataVersion):
+        raise ValueError(f"ibp: expected a MetadataVersion or None, got {value!r}")
+
+
+@attrs.frozen(slots=True)
+class ReplayOptions:
+    """How to replay: which brokers are ZooKeeper brokers, ids, epochs, versions, quirks."""
+
+    targets: Literal["all", "migrating"] = attrs.field(default="all", validator=_check_targets)
+    controller_id: int = attrs.field(default=1, validator=_check_int("controller_id"))
+    zk_controller_epoch: int | None = attrs.field(default=None, validator=_check_int("zk_controller_epoch"))
+    ibp: MetadataVersion | None = attrs.field(default=None, validator=_check_ibp)
+    correct_offline: bool = False
+    inter_broker_listener: str = "PLAINTEXT"
+
+
+@attrs.frozen(slots=True, repr=False)
+class Send:
+    """One request the batch sent, in send order; dropped when the broker has no channel."""
+
+    broker: int
+    request: OutboundRequest
+    dropped: bool
+
+    def __repr__(self) -> str:
+        flag = " dropped" if self.dropped else ""
+        return f"Send(broker={self.broker}, api={self.request.api_key} v{self.request.version}{flag})"
+
+
+class _Collector:
+    """The Transport: every send becomes a Send, dropped unless the broker has a channel."""
+
+    def __init__(self, channel: frozenset[int]) -> None:
+        self.channel = channel
+        self.sends: list[Send] = []
+
+    def send(self, broker_id: int, request: OutboundRequest, callback: Any) -> None:
+        self.sends.append(Send(broker_id, request, broker_id not in self.channel))
+
+
+# ----------------------------------------------------------------------------- plans
+
+
+@attrs.define(slots=True)
+class _Lisr:
+    brokers: set[int]
+    info: Any  # LeaderIsrAndControllerEpoch
+    assignment: ReplicaAssignment
+
+
+@attrs.define(slots=True)
+class _Plan:
+    """One batch's adds, keyed so that Kafka's last-write-wins results are kept; sorted at run."""
+
+    update_type: UpdateType
+    umr_brokers: set[int] = attrs.field(factory=set)
+    # tp -> None (state from the context) or an explicit state's keyword arguments
+    umr: dict[TopicPartition, dict[str, Any] | None] = attrs.field(factory=dict)
+    lisr: dict[TopicPartition, _Lisr] = attrs.field(factory=dict)
+    stop: dict[TopicPartition, set[int]] = attrs.field(factory=dict)
+
+    def empty(self) -> bool:
+        return not (self.umr_brokers or self.lisr or self.stop)
+
+    def add_lisr(self, tp: TopicPartition, brokers: Iterable[int], info: Any, reg: PartitionRegistration) -> None:
+        assignment = ReplicaAssignment(reg.replicas, reg.adding_replicas, reg.removing_replicas)
+        entry = self.lisr.get(tp)
+        if entry is None:
+            self.lisr[tp] = _Lisr(set(brokers), info, assignment)
+        else:
+            entry.brokers.update(brokers)
+            entry.info, entry.assignment = info, assignment
+        self.umr[tp] = None  # the add's side effect (CCM:446)
+
+    def add_stop(self, tp: TopicPartition, brokers: Iterable[int]) -> None:
+        self.stop.setdefault(tp, set()).update(brokers)
+
+
+def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int) -> None:
+    """Feed the plan to the batch in canonical order, then send."""
+    batch.new_batch()
+    batch.set_update_type(plan.update_type)
+    if plan.umr_brokers:
+        batch.add_update_metadata_request_for_brokers(sorted(plan.umr_brokers))
+    from_context: list[TopicPartition] = []
+    for tp in sorted(plan.umr):
+        explicit = plan.umr[tp]
+        if explicit is None:
+            from_context.append(tp)
+            continue
+        if from_context:
+            batch.add_update_metadata_request_for_brokers((), from_context)
+            from_context = []
+        batch.add_update_metadata_request_for_brokers_with_state((), tp, **explicit)
+    if from_context:
+        batch.add_update_metadata_request_for_brokers((), from_context)
+    lisr = sorted(plan.lisr.items())
+    first: dict[int, tuple[TopicPartition, _Lisr]] = {}
+    for tp, entry in lisr:
+        for b in entry.brokers:
+            first.setdefault(b, (tp, entry))
+    for b in sorted(first):
+        tp, entry = first[b]
+        batch.add_leader_and_isr_request_for_brokers((b,), tp, entry.info, entry.assignment, True)
+    for tp, entry in lisr:
+        batch.add_leader_and_isr_request_for_brokers(sorted(entry.brokers), tp, entry.info, entry.assignment, True)
+    stop = sorted(plan.stop.items())
+    first_stop: dict[int, TopicPartition] = {}
+    for tp, brokers in stop:
+        for b in brokers:
+            first_stop.setdefault(b, tp)
+    for b in sorted(first_stop):
+        batch.add_stop_replica_request_for_brokers((b,), first_stop[b], True)
+    for tp, brokers in stop:
+        batch.add_stop_replica_request_for_brokers(sorted(brokers), tp, True)
+    batch.send_requests_to_brokers(header_epoch)
+
+
+def _all_partitions(image: MetadataImage) -> list[tuple[TopicPartition, PartitionRegistration]]:
+    """Every partition of the image by (topic name, partition), named as in the image's name map."""
+    out: list[tuple[TopicPartition, PartitionRegistration]] = []
+    for name, tid in image.topic_ids_by_name.items():
+        topic = image.topics.get(tid)
+        if topic is not None:
+            out.extend((TopicPartition(name, p), reg) for p, reg in topic.partitions.items())
+    out.sort(key=lambda e: e[0])
+    return out
+
+
+def _delta_plans(
+    image: MetadataImage, changes: DeltaChanges, options: ReplayOptions, ctx: MigrationControllerChannelContext,
+    header_epoch: int,
+) -> tuple[_Plan, _Plan]:
+    """sendRPCsToBrokersFromMetadataDelta (MP:114-216) as two plans."""
+    is_target = _TARGET_FILTERS[options.targets]
+    changed_zk = {
+        b for b, reg in changes.changed_brokers.items() if reg is not None and is_target(reg) and not reg.fenced
+    }
+    zk = {b for b, reg in image.brokers.items() if is_target(reg)}
+    old_zk = zk - changed_zk
+    brokers_changed = bool(changes.changed_brokers)
+
+    a = _Plan(UpdateType.UNKNOWN)
+    everything = _all_partitions(image) if changed_zk else []
+    if changed_zk:
+        a.umr_brokers |= changed_zk
+        a.umr.update((tp, None) for tp, _ in everything)
+    if brokers_changed:
+        a.umr_brokers |= old_zk
+
+    b = _Plan(UpdateType.INCREMENTAL)
+    for tp, reg in everything:  # MP:145-162
+        hosts = changed_zk.intersection(reg.replicas)
+        if hosts:
+            b.add_lisr(tp, hosts, ctx.partition_leadership_info(tp), reg)
+    if changes.deleted_topics or changes.changed_topics:
+        b.umr_brokers |= old_zk
+    registered = image.brokers
+    for old in changes.deleted_topics.values():  # MP:170-183
+        for p, reg in old.partitions.items():
+            tp = TopicPartition(old.name, p)
+            online = [r for r in reg.replicas if r in registered]  # isReplicaOnline, not negated
+            offline = [r for r in reg.replicas if r not in registered] if options.correct_offline else online
+            b.add_stop(tp, reg.replicas)
+            b.umr[tp] = {
+                "controller_epoch": header_epoch,
+                "leader": LeaderAndIsr.LEADER_DURING_DELETE,
+                "leader_epoch": LeaderAndIsr.INITIAL_LEADER_EPOCH,
+                "partition_epoch": LeaderAndIsr.INITIAL_PARTITION_EPOCH,
+                "isr": reg.isr,
+                "replicas": reg.replicas,
+                "offline_replicas": offline,
+            }
+    for change in changes.changed_topics.values():  # MP:187-213
+        for p, reg in change.partitions.items():
+            tp = TopicPartition(change.name, p)
+            info = ctx.partition_leadership_info(tp)
+            if info is not None:
+                b.add_lisr(tp, reg.replicas, info, reg)
+            old_reg = change.previous.get(p)
+            if old_reg is not None:
+                removed = set(old_reg.replicas).difference(reg.replicas)
+                if removed:
+                    b.add_stop(tp, removed)
+    if b.lisr:
+        b.umr_brokers.update(ctx.live_or_shutting_down_broker_ids)
+    return a, b
+
+
+def _image_plans(image: MetadataImage, options: ReplayOptions, ctx: MigrationControllerChannelContext) -> tuple[_Plan, _Plan]:
+    """sendRPCsToBrokersFromMetadataImage (MP:218-247) as two plans."""
+    is_target = _TARGET_FILTERS[options.targets]
+    everything = _all_partitions(image)
+    a = _Plan(UpdateType.UNKNOWN)
+    a.umr_brokers = {b for b, reg in image.brokers.items() if is_target(reg)}
+    a.umr.update((tp, None) for tp, _ in everything)
+    b = _Plan(UpdateType.FULL)
+    for tp, reg in everything:
+        info = ctx.partition_leadership_info(tp)
+        if info is not None:
+            b.add_lisr(tp, reg.replicas, info, reg)
+    if b.lisr:
+        b.umr_brokers.update(ctx.live_or_shutting_down_broker_ids)
+    return a, b
+
+
+def _send(
+    image: MetadataImage, plans: tuple[_Plan, _Plan], ctx: MigrationControllerChannelContext, options: ReplayOptions,
+    controller_id: int, header_epoch: int, where: str,
+) -> list[Send]:
+    if all(p.empty() for p in plans):
+        return []
+    is_target = _TARGET_FILTERS[options.targets]
+    channel = frozenset(b for b, reg in image.brokers.items() if is_target(reg) and not reg.fenced)
+    transport = _Collector(channel)
+    batch = ControllerBrokerRequestBatch(
+        controller_id, ctx, options.ibp or image.metadata_version, transport,
+        kraft_controller=True, inter_broker_listener_name=options.inter_broker_listener,
+    )
+    try:
+        for plan in plans:
+            if not plan.empty():
+                _run(batch, plan, header_epoch)
+    except IllegalStateError as e:
+        raise MetadataReplayError(None, f"{where}: the batch failed: {e}") from e
+    return transport.sends
+
+
+def _controller(leader_id: int | None, options: ReplayOptions) -> int:
+    return leader_id if leader_id is not None and leader_id >= 0 else options.controller_id
+
+
+def propagate_changes(
+    image: MetadataImage, changes: DeltaChanges, options: ReplayOptions, *, controller_id: int, header_epoch: int,
+) -> list[Send]:
+    """The sends for a delta already applied: ``image`` is the image after it."""
+    if not changes.touched:
+        return []
+    ctx = MigrationControllerChannelContext(image)
+    plans = _delta_plans(image, changes, options, ctx, header_epoch)
+    return _send(image, plans, ctx, options, controller_id, header_epoch, f"delta at offset {image.offset}")
+
+
+def propagate_delta(prev: MetadataImage, delta: Delta, options: ReplayOptions) -> tuple[MetadataImage, list[Send]]:
+    """Apply ``delta`` to ``prev``; return the new image and the requests, in send order."""
+    if not isinstance(options, ReplayOptions):
+        raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
+    image, changes = apply_delta(prev, delta.records, offset=delta.last_offset, epoch=delta.epoch)
+    header_epoch = delta.epoch if options.zk_controller_epoch is None else options.zk_controller_epoch
+    sends = propagate_changes(
+        image, changes, options, controller_id=_controller(delta.leader_id, options), header_epoch=header_epoch
+    )
+    return image, sends
+
+
+def propagate_image(
+    image: MetadataImage,
+    options: ReplayOptions,
+    *,
+    offset: int | None = None,
+    timestamp: int | None = None,
+    epoch: int | None = None,
+    leader_id: int | None = None,
+) -> list[Send]:
+    """The snapshot path: the requests for a whole image. ``offset`` and ``epoch`` (default: the
+    image's) are its provenance: the epoch is the partition states' controller epoch and, unless
+    zk_controller_epoch, the header's; ``timestamp`` is accepted for symmetry with Delta."""
+    if not isinstance(options, ReplayOptions):
+        raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
+    del timestamp
+    image = attrs.evolve(
+        image, offset=image.offset if offset is None else offset, epoch=image.epoch if epoch is None else epoch
+    )
+    header_epoch = image.epoch if options.zk_controller_epoch is None else options.zk_controller_epoch
+    ctx = MigrationControllerChannelContext(image)
+    plans = _image_plans(image, options, ctx)
+    return _send(image, plans, ctx, options, _controller(leader_id, options), header_epoch, f"image at offset {image.offset}")
+
+
+# ----------------------------------------------------------------------------- partial images
+
+
+@attrs.frozen(slots=True)
+class TouchedTopics:
+    """The topics a delta's propagation reads: a partial image must hold every topic of the
+    previous image whose id is in ``ids`` or whose name is in ``names``."""
+
+    ids: frozenset[uuid.UUID]
+    names: frozenset[str]
+
+
+_TOPIC_ID_TYPES = frozenset({rec.PARTITION_RECORD, rec.PARTITION_CHANGE_RECORD, rec.REMOVE_TOPIC_RECORD})
+
+
+def touched_topics(records: Iterable[Any], image: MetadataImage | None = None) -> TouchedTopics:
+    """The ids and names a delta's records touch. With the previous image, also the names of
+    the touched ids and the ids now holding those names (a deleted or re-created name)."""
+    ids: set[uuid.UUID] = set()
+    names: set[str] = set()
+    for r in records:
+        if r.type == rec.TOPIC_RECORD:
+            ids.add(r.data.topic_id)
+            names.add(r.data.name)
+        elif r.type in _TOPIC_ID_TYPES:
+            ids.add(r.data.topic_id)
+    if image is not None:
+        for tid in list(ids):
+            topic = image.topics.get(tid)
+            if topic is not None:
+                names.add(topic.name)
+        for name in names:
+            holder = image.topic_ids_by_name.get(name)
+            if holder is not None:
+                ids.add(holder)
+    return TouchedTopics(frozenset(ids), frozenset(names))
+
+
+def needs_full_image(image: MetadataImage, records: Iterable[Any], options: ReplayOptions) -> bool:
+    """Whether propagating these records reads every partition of the image: when a target
+    broker ends the delta registered, unfenced and changed (batch A's UpdateMetadata with
+    everything, and LeaderAndIsr for all it hosts). ``image`` needs only its brokers."""
+    broker_records = [r for r in records if r.type in BROKER_TYPES]
+    if not broker_records:
+        return False
+    brokers_only = attrs.evolve(image, topics={}, topic_ids_by_name={})
+    _, changes = apply_delta(brokers_only, broker_records)
+    is_target = _TARGET_FILTERS[options.targets]
+    return any(reg is not None and is_target(reg) and not reg.fenced for reg in changes.changed_brokers.values())
+
+
+def partial_image(image: MetadataImage, records: Iterable[Any]) -> MetadataImage:
+    """The smallest image propagate_delta needs for these records when needs_full_image is false."""
+    records = list(records)
+    return image.with_topics(touched_topics(records, image).ids)
