@@ -1,0 +1,143 @@
+"""report.png: requests and bytes per broker over the history, so bursts show at a glance.
+
+Rules of this module:
+- Input is the requests/ Parquet directory, read column-wise in record batches (timestamp,
+  broker, bytes only) in two streaming passes: the first finds the time range and the brokers,
+  the second counts into a brokers x time-buckets grid with numpy. Memory is the grid, never
+  the rows.
+- Drawing uses matplotlib's Agg backend (no display needed) and UTC times on the x axis.
+- Three panels sharing the time axis: all brokers together (requests as bars, bytes as a
+  line), then one heat map row per broker for requests and one for bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = ["BrokerTimeline", "broker_timeline", "draw_report"]
+
+_COLUMNS = ["timestamp", "broker", "bytes"]
+
+
+@attrs.frozen(slots=True)
+class BrokerTimeline:
+    """Requests and bytes per (broker, time bucket); ``edges_ms`` has one more entry than buckets."""
+
+    brokers: tuple[int, ...]
+    edges_ms: Any  # numpy int64 array
+    requests: Any  # numpy int64 array [broker index, bucket]
+    bytes: Any
+
+    def __repr__(self) -> str:
+        return f"BrokerTimeline({len(self.brokers)} brokers, {len(self.edges_ms) - 1} buckets)"
+
+
+def _batches(requests_dir: Path) -> Any:
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(str(requests_dir), format="parquet")
+    return dataset.to_batches(columns=_COLUMNS, batch_size=1 << 20)
+
+
+def broker_timeline(requests_dir: Path, bins: int) -> BrokerTimeline:
+    """Bucket the requests of ``requests_dir`` by broker and time (``bins`` equal time buckets)."""
+    import numpy as np
+
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
+    lo, hi, brokers = None, None, set()
+    for batch in _batches(requests_dir):
+        if batch.num_rows == 0:
+            continue
+        ts = batch.column(0).to_numpy()
+        lo = int(ts.min()) if lo is None else min(lo, int(ts.min()))
+        hi = int(ts.max()) if hi is None else max(hi, int(ts.max()))
+        brokers.update(np.unique(batch.column(1).to_numpy()).tolist())
+    ordered = tuple(sorted(int(b) for b in brokers))
+    if lo is None or hi is None:
+        empty = np.zeros((0, bins), dtype=np.int64)
+        return BrokerTimeline((), np.zeros(bins + 1, dtype=np.int64), empty, empty.copy())
+    hi = max(hi, lo + 1000)  # a history shorter than a second still gets a visible width
+    edges = np.linspace(lo, hi + 1, bins + 1).astype(np.int64)
+    index = {b: i for i, b in enumerate(ordered)}
+    lookup = np.zeros(max(ordered) - min(ordered) + 1, dtype=np.int64)
+    for b, i in index.items():
+        lookup[b - ordered[0]] = i
+    requests = np.zeros(len(ordered) * bins, dtype=np.int64)
+    sizes = np.zeros(len(ordered) * bins, dtype=np.int64)
+    for batch in _batches(requests_dir):
+        if batch.num_rows == 0:
+            continue
+        ts = batch.column(0).to_numpy()
+        bucket = np.clip(np.searchsorted(edges, ts, side="right") - 1, 0, bins - 1)
+        row = lookup[batch.column(1).to_numpy().astype(np.int64) - ordered[0]]
+        cell = row * bins + bucket
+        requests += np.bincount(cell, minlength=requests.size)
+        sizes += np.bincount(cell, weights=batch.column(2).to_numpy(), minlength=sizes.size).astype(np.int64)
+    shape = (len(ordered), bins)
+    return BrokerTimeline(ordered, edges, requests.reshape(shape), sizes.reshape(shape))
+
+
+def draw_report(timeline: BrokerTimeline, path: Path, *, title: str) -> None:
+    """Write the three-panel PNG for ``timeline`` to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.dates
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    mdates: Any = matplotlib.dates  # partly untyped
+    fig, axes = plt.subplots(
+        3, 1, figsize=(13, 9), sharex=True, gridspec_kw={"height_ratios": [1.1, 1, 1]}, layout="constrained"
+    )
+    fig.suptitle(title, fontsize=13)
+    if not timeline.brokers:
+        for ax in axes:
+            ax.axis("off")
+        axes[1].text(0.5, 0.5, "no requests were delivered", ha="center", va="center", fontsize=14)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return
+    edges = timeline.edges_ms.astype("datetime64[ms]")
+    x = mdates.date2num(edges.astype("datetime64[us]").tolist())
+    total_req = timeline.requests.sum(axis=0)
+    total_bytes = timeline.bytes.sum(axis=0)
+    top = axes[0]
+    top.bar(x[:-1], total_req, width=np.diff(x), align="edge", color="#4C72B0", label="requests")
+    top.set_ylabel("requests (all brokers)")
+    twin = top.twinx()
+    centers = (x[:-1] + x[1:]) / 2
+    twin.plot(centers, total_bytes / 1e6, color="#DD8452", linewidth=1.4, label="MB")
+    twin.set_ylabel("MB (all brokers)")
+    top.set_title(
+        f"{int(total_req.sum()):,} requests, {total_bytes.sum() / 1e6:,.2f} MB to {len(timeline.brokers)} brokers",
+        fontsize=10,
+    )
+    handles = top.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+    top.legend(handles, ["requests", "MB"], loc="upper left", fontsize=9)
+    n = len(timeline.brokers)
+    extent = (x[0], x[-1], -0.5, n - 0.5)
+    for ax, grid, label in (
+        (axes[1], timeline.requests, "requests"),
+        (axes[2], timeline.bytes / 1e3, "kB"),
+    ):
+        image = ax.imshow(
+            np.ma.masked_equal(grid, 0), aspect="auto", origin="lower", extent=extent,
+            interpolation="nearest", cmap="viridis",
+        )
+        ax.set_facecolor("#f2f2f2")
+        ax.set_ylabel("broker")
+        ticks = list(range(n)) if n <= 20 else list(range(0, n, max(1, n // 10)))
+        ax.set_yticks(ticks, [str(timeline.brokers[i]) for i in ticks])
+        fig.colorbar(image, ax=ax, label=f"{label} per broker per bucket", pad=0.01)
+    bucket_s = (int(timeline.edges_ms[1]) - int(timeline.edges_ms[0])) / 1000
+    axes[2].set_xlabel(f"time (UTC), {len(x) - 1} buckets of {bucket_s:,.1f} s")
+    locator = mdates.AutoDateLocator()
+    axes[2].xaxis.set_major_locator(locator)
+    axes[2].xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
