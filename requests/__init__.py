@@ -6,7 +6,7 @@ Every class is generated from the project's description of Kafka's JSON specs (c
 """
 
 from .apis import APIS, Api, api, request_header_version, response_header_version
-from .errors import DecodeError, EncodeError, UnsupportedVersionError
+from .errors import DecodeError, EncodeError, NotBytesError, UnsupportedVersionError
 from .framing import (
     DecodedRequest,
     FrameReader,
@@ -56,7 +56,7 @@ from .spec import ZERO_UUID
 
 __all__ = [
     "APIS", "Api", "api", "request_header_version", "response_header_version",
-    "DecodeError", "EncodeError", "UnsupportedVersionError",
+    "DecodeError", "EncodeError", "NotBytesError", "UnsupportedVersionError",
     "DecodedRequest", "FrameReader", "decode_request", "decode_response", "encode_request",
     "encode_request_parts", "encode_response", "request_head",
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse", "BrokerRegistrationRequest",

@@ -1,19 +1,173 @@
-"""Compiles and wraps the generated codecs of one (message, version).
+"""Compiles the generated codecs of one (message, version) and translates their failures.
 
-Rules: the fast encoder/decoder runs first; if it raises anything, the checked flavour runs on
-the same input to say precisely which field failed and where, and only DecodeError (decode) or
-EncodeError / UnsupportedVersionError (encode) ever reach the caller.
+Rules: this module is the one place where a codec's failure becomes the error a caller sees
+(h11's _reraise_as_remote_protocol_error is the model), and only DecodeError (decode) or
+EncodeError / UnsupportedVersionError (encode) ever reach the caller. Nothing here is shared
+between calls, so codecs may run in several threads at once.
+
+- Encoding (`translating`): the fast encoder runs; if it raises anything but
+  UnsupportedVersionError, the checked flavour runs on the same object to name the failing
+  field, and raises FieldFailure carrying that field's path and its error.
+- Decoding (`translating_decoder`): the decoder runs; if it raises, the failure is explained
+  from the line it happened on (gen_decoder.py's line notes) and the frame's position and loop
+  indices, with no second decoding. The explanation runs after the `except` block, once the
+  traceback, and with it the partial objects of the failed attempt, has been released.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import CodeType, TracebackType
+from typing import Any, NoReturn
 
-from .errors import DecodeError, EncodeError, UnsupportedVersionError
-from .gen_decoder import decoder_source
-from .gen_encoder import encoder_source
-from .spec import iter_structs
+import attrs
+
+from .emit import Source
+from .errors import DecodeError, EncodeError, UnsupportedVersionError, check_buffer
+from .gen_decoder import FieldNote, RunNote, decoder_source
+from .gen_encoder import FieldFailure, encoder_source
+from .spec import MessageSpec, StructSpec, iter_structs
+
+Encoder = Callable[[Any], bytes]
+Decoder = Callable[..., tuple[Any, int]]  # (data, pos=0) -> (object, end)
+
+__all__ = ["Decoder", "Encoder", "FieldFailure", "build", "encoder_for", "translating", "translating_decoder"]
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def translating(fast: Encoder, checked: Encoder, label: str) -> Encoder:
+    """An encoder that runs `fast` and, when it fails, explains the failure with `checked` (a
+    generated checked encoder, which raises FieldFailure), raising EncodeError("<label>: field
+    <path>: <error>") or the UnsupportedVersionError met. label names the message and version."""
+
+    def encode(obj: Any) -> bytes:
+        try:
+            return fast(obj)
+        except UnsupportedVersionError:
+            raise
+        except Exception as e:
+            first = e.with_traceback(None)  # the failed attempt's frames (its partial output) go now
+        _explain_encode(checked, obj, first, label)
+
+    return encode
+
+
+def _explain_encode(checked: Encoder, obj: Any, first: Exception, label: str) -> NoReturn:
+    try:
+        checked(obj)
+    except FieldFailure as failure:
+        error = failure.error
+        path = failure.path
+    else:
+        raise EncodeError(f"{label}: {first}") from first
+    if isinstance(error, UnsupportedVersionError):
+        raise error
+    raise EncodeError(f"{label}: field {path}: {error}") from error
+
+
+def encoder_for(spec: MessageSpec, version: int, struct_spec: StructSpec | None = None) -> Encoder:
+    """The translated encoder of spec at version: the whole message, or one of its structs on its
+    own (struct_spec), for callers that assemble bodies from shared parts."""
+    what = spec.name if struct_spec is None or struct_spec.name == spec.name else f"{struct_spec.name} of {spec.name}"
+    fast = _exec(encoder_source(spec, version, struct_spec=struct_spec), f"<ctrlbatch encode {what} v{version}>")
+    checked = _exec(
+        encoder_source(spec, version, checked=True, struct_spec=struct_spec), f"<ctrlbatch encode {what} v{version} checked>"
+    )
+    return translating(fast["encode"], checked["encode"], f"{spec.name} v{version}")
+
+
+def _exec(generated: tuple[str, dict[str, Any]], filename: str) -> dict[str, Any]:
+    text, namespace = generated
+    src = Source()
+    src.lines = text.splitlines()
+    return src.compile(filename, namespace)
+
+
+# ---------------------------------------------------------------- decoding
+
+
+@attrs.frozen
+class _Failure:
+    """What a failed decode left to explain it: plain values only, no frame or exception."""
+
+    kind: str  # "decode" | "truncated" | "utf8" | "other" | "internal"
+    reason: str
+    offset: int | None  # the error's own offset (DecodeError), else None
+    note: FieldNote | RunNote | None
+    pos: int  # the frame's pos at the failing line
+    indices: Mapping[str, int]  # the frame's int locals (loop indices for the path)
+
+
+def translating_decoder(fast: Callable[[bytes, int], tuple[Any, int]], src: Source, message: str, version: int) -> Decoder:
+    """A decoder that runs `fast` (compiled from src) and turns any failure into a DecodeError
+    naming message, version, field path and byte offset (see the module rules)."""
+    code = fast.__code__
+
+    def decode(data: Any, pos: int = 0) -> tuple[Any, int]:
+        if type(data) is not bytes:
+            check_buffer(data, "data", message=message, version=version)
+            data = bytes(data)
+        try:
+            return fast(data, pos)
+        except Exception as e:
+            failure = _failure(e, code, src)
+            if failure.kind == "internal":
+                raise DecodeError(failure.reason, message=message, version=version) from e
+        raise _decode_error(failure, len(data), message, version)
+
+    return decode
+
+
+_TRUNCATION = (struct.error, IndexError)
+
+
+def _failure(e: Exception, code: CodeType, src: Source) -> _Failure:
+    tb: TracebackType | None = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code is not code:
+        tb = tb.tb_next
+    note = src.note_at(tb.tb_lineno) if tb is not None else None
+    if tb is None or note is None:
+        return _Failure("internal", f"internal decoder error: {e!r}", None, None, 0, {})
+    local = tb.tb_frame.f_locals
+    indices = {k: v for k, v in local.items() if type(v) is int}
+    pos = indices.get("pos", 0)
+    if isinstance(e, DecodeError):
+        return _Failure("decode", e.reason, e.offset, note, pos, indices)
+    if isinstance(e, _TRUNCATION):
+        return _Failure("truncated", str(e), None, note, pos, indices)
+    if isinstance(e, UnicodeDecodeError):
+        return _Failure("utf8", f"invalid UTF-8 ({e.reason} at byte {e.start} of the string)", None, note, pos, indices)
+    return _Failure("other", f"{type(e).__name__}: {e}", None, note, pos, indices)
+
+
+class _Indices(dict[str, Any]):
+    def __missing__(self, key: str) -> str:  # an index whose loop has not run: never expected
+        return "?"
+
+
+def _decode_error(failure: _Failure, size: int, message: str, version: int) -> DecodeError:
+    note, pos, names = failure.note, failure.pos, _Indices(failure.indices)
+    if isinstance(note, RunNote):
+        # A fused read fails as a whole: the field is the first one that does not fit.
+        offset = pos
+        for path, width in note.items:  # noqa: B007 (the loop finds path and width)
+            if offset + width > size:
+                break
+            offset += width
+        if failure.kind == "truncated":
+            remain = max(size - offset, 0)
+            reason = f"the data ends inside this field (it takes {width} bytes, {remain} remain)"
+            return DecodeError(reason, message=message, version=version, field=path.format_map(names), offset=offset)
+        note = FieldNote(path)
+    assert isinstance(note, FieldNote)
+    offset = failure.offset if failure.offset is not None else pos
+    return DecodeError(failure.reason, message=message, version=version, field=note.path.format_map(names), offset=offset)
+
+
+# ---------------------------------------------------------------- one (message, version)
 
 
 def _classes(cls: Any) -> dict[str, type]:
@@ -34,76 +188,20 @@ def _walk(cls: Any) -> list[type]:
     return seen
 
 
-def _compile(text: str, ns: dict[str, Any], name: str) -> Any:
-    from .emit import Source
-
-    src = Source()
-    src.lines = text.splitlines()
-    return src.compile(name, ns)
-
-
 def build(cls: Any, version: int, *, encode: bool) -> Any:
+    """The encoder (obj -> bytes) or decoder ((data, pos=0) -> (obj, end)) of cls at version."""
     spec = cls.MESSAGE
-    assert len(list(iter_structs(spec.fields))) == len(_walk(cls))
-    label = f"{spec.name} v{version}"
+    if len(list(iter_structs(spec.fields))) != len(_walk(cls)):
+        raise TypeError(f"{spec.name}: its classes do not match its spec's structs")
     if encode:
-        fast = _compile(*encoder_source(spec, version), f"<ctrlbatch encode {label}>")["encode"]
-        checked_ns = _compile(*encoder_source(spec, version, checked=True), f"<ctrlbatch encode {label} checked>")
-        checked = checked_ns["encode"]
+        return encoder_for(spec, version)
+    src = decoder_source(spec, version, _classes(cls))
+    fast = src.compile(f"<ctrlbatch decode {spec.name} v{version}>")["decode"]
+    return translating_decoder(fast, src, spec.name, version)
 
-        def encoder(obj: Any) -> bytes:
-            try:
-                return fast(obj)  # type: ignore[no-any-return]
-            except UnsupportedVersionError:
-                raise
-            except Exception as first:
-                try:
-                    checked(obj)
-                except UnsupportedVersionError:
-                    raise
-                except Exception as e:
-                    raise EncodeError(f"{label}: field {checked_ns['_at'] or spec.name}: {e}") from e
-                raise EncodeError(f"{label}: {first}") from first
 
-        return encoder
-
-    classes = _classes(cls)
-    fast = _compile(*decoder_source(spec, version, classes), f"<ctrlbatch decode {label}>")["decode"]
-    checked_ns = _compile(*decoder_source(spec, version, classes, checked=True), f"<ctrlbatch decode {label} checked>")
-    checked = checked_ns["decode"]
-
-    def decoder(data: Any, pos: int = 0) -> tuple[Any, int]:
-        if type(data) is not bytes:
-            if not isinstance(data, bytes | bytearray | memoryview):
-                raise DecodeError(
-                    f"expected bytes, bytearray or memoryview, not {type(data).__name__}", message=spec.name, version=version
-                )
-            data = bytes(data)
-        try:
-            return fast(data, pos)  # type: ignore[no-any-return]
-        except Exception as first:
-            try:
-                checked(data, pos)
-            except DecodeError as e:
-                raise DecodeError(
-                    e.reason, message=spec.name, version=version,
-                    field=checked_ns["_at"], offset=e.offset if e.offset is not None else checked_ns["_o"],
-                ) from None
-            except (struct.error, IndexError) as e:
-                raise DecodeError(
-                    f"the data ends inside this field ({e})", message=spec.name, version=version,
-                    field=checked_ns["_at"], offset=checked_ns["_o"],
-                ) from None
-            except UnicodeDecodeError as e:
-                raise DecodeError(
-                    f"invalid UTF-8 ({e.reason} at byte {e.start} of the string)", message=spec.name,
-                    version=version, field=checked_ns["_at"], offset=checked_ns["_o"],
-                ) from None
-            except Exception as e:
-                raise DecodeError(
-                    f"{type(e).__name__}: {e}", message=spec.name, version=version,
-                    field=checked_ns["_at"], offset=checked_ns["_o"],
-                ) from None
-            raise DecodeError(f"internal decoder error: {first!r}", message=spec.name, version=version) from first
-
-    return decoder
+def _compile(text: str, ns: dict[str, Any], name: str) -> dict[str, Any]:
+    """Deprecated: for layout.struct_encoder until it calls encoder_for; remove then."""
+    out = _exec((text, ns), name)
+    out.setdefault("_at", "")
+    return out

@@ -1,13 +1,19 @@
 """Generates the decoder of one (message, version): Kafka's MessageDataGenerator, read side.
 
-Rules: decode(buf, pos) reads one body from pos and returns (object, end position). Lengths follow Kafka: a
-negative (classic) or zero (compact) prefix is null, which a non-nullable field refuses; a
-string is at most 0x7fff bytes; no array count may exceed the bytes remaining, so nothing is
-allocated beyond the frame. Tagged sections must be strictly ascending and each known tag must
-consume exactly its size; unknown tags are kept raw. The fast flavour fuses consecutive
-fixed-width reads (and the first byte of the next varint) into one unpack_from and lets
-truncation surface as struct.error; the `checked` flavour reads field by field, recording the
-field path and offset, and runs only to explain a failure of the fast one.
+Rules: decode(buf, pos) reads one body from pos and returns (object, end position). Lengths follow
+Kafka: a negative (classic) or zero (compact) prefix is null, which a non-nullable field refuses;
+a string is at most wire.MAX_STRING_LENGTH bytes; no array count may exceed the bytes remaining,
+so nothing is allocated beyond the frame. Tagged sections must be strictly ascending and each
+known tag must consume exactly its size; unknown tags are kept raw. Consecutive fixed-width reads
+(and the first byte of the next varint) are fused into one unpack_from, and truncation surfaces
+as struct.error or IndexError.
+
+There is one flavour. Each line carries a note (emit.Source.noting): the field it reads, with the
+loop variables that index its path, or for a fused read the fields in it and their widths. When
+decode raises, codec.py finds the failing line in the traceback and explains the failure from
+its note and the frame's `pos` and loop indices, without decoding again: a rejected input costs
+what an accepted one does. A note is scoped to the block it is set in, so the note of a line is
+the field last read on the way to it.
 """
 
 from __future__ import annotations
@@ -16,125 +22,119 @@ import struct
 import uuid
 from typing import Any
 
+import attrs
+
 from . import wire
 from .emit import Source
 from .errors import DecodeError
-from .spec import FIXED, ZERO_UUID, FieldSpec, MessageSpec, StructSpec, camel_case
+from .spec import FIXED, ZERO_UUID, FieldSpec, MessageSpec, StructSpec, camel_case, fields_at
+from .wire import MAX_STRING_LENGTH, VARINT_ONE_BYTE_MAX
 
 _NUMERIC = {k: v for k, v in FIXED.items() if k != "uuid"}
+_LENGTH_WIDTH = {"h": 2, "i": 4}  # classic length prefixes: int16 (strings), int32 (arrays, bytes)
+
+
+@attrs.frozen
+class FieldNote:
+    """The field read by a line: path is a str.format template over the frame's loop indices."""
+
+    path: str
+
+
+@attrs.frozen
+class RunNote:
+    """A fused read: (path template, width) of each field in it, in order."""
+
+    items: tuple[tuple[str, int], ...]
 
 
 class DecoderGen:
-    def __init__(self, spec: MessageSpec, version: int, classes: dict[str, type], checked: bool) -> None:
+    def __init__(self, spec: MessageSpec, version: int, classes: dict[str, type]) -> None:
         self.spec = spec
         self.v = version
         self.flexible = version in spec.flexible_versions
-        self.checked = checked
         self.classes = classes
         self.src = Source()
-        self.pending: list[tuple[str, str, int]] = []  # (format, target variable, width)
+        self.pending: list[tuple[str, str, int, str]] = []  # (format, target variable, width, path)
         self.src.namespace.update(
             _ruv=wire.read_uvarint, _astruct=wire.array_struct, DecodeError=DecodeError,
             _UUID=uuid.UUID, _Z=ZERO_UUID, _ZB=bytes(16), _str=str,
         )
 
-    def build(self) -> str:
+    def build(self) -> Source:
         s = self.src
-        s("def decode(buf, pos):")
-        with s.indent():
-            if self.checked:
-                s("global _at, _o")
+        with s.block("def decode(buf, pos):"):
             s("end = len(buf)")
             res = self.struct_body(self.spec.struct, self.spec.name, self.spec.name)
             s(f"return {res}, pos")
-        if self.checked:
-            s.namespace.update(_at="", _o=0)
-        return s.text()
+        return s
 
-    # -- bookkeeping
-    def mark(self, where: str) -> None:
-        """Checked flavour: remember which field is being read and where."""
-        if self.checked:
-            self.src(f"_at = {where}")
-            self.src("_o = pos")
-
-    def where_expr(self, where: str, name: str) -> str:
-        text = f"{where}.{name}" if name else where
-        return f"f'{text}'" if "{" in text else repr(text)
+    # -- reads and their notes
+    def path(self, where: str, name: str) -> str:
+        return f"{where}.{name}" if name else where
 
     def push(self, fmt: str, target: str, width: int, where: str, name: str) -> None:
-        if self.checked:
-            self.mark(self.where_expr(where, name))
-            self.pending.append((fmt, target, width))
-            self.flush()
-        else:
-            self.pending.append((fmt, target, width))
+        """Queue a fixed-width read; flush() emits the queue as one unpack_from."""
+        self.pending.append((fmt, target, width, self.path(where, name)))
 
     def flush(self) -> None:
         if not self.pending:
             return
         s = self.src
         items, self.pending = self.pending, []
-        if len(items) == 1 and items[0][0] == "B":
-            s(f"{items[0][1]} = buf[pos]")
-            s("pos += 1")
-            return
-        fmt = ">" + "".join(i[0] for i in items)
-        st = s.const(struct.Struct(fmt), "_S")
-        targets = ", ".join(i[1] for i in items)
-        s(f"{targets}{',' if len(items) == 1 else ''} = {st}.unpack_from(buf, pos)")
+        with s.noting(RunNote(tuple((path, width) for _, _, width, path in items))):
+            if len(items) == 1 and items[0][0] == "B":
+                s(f"{items[0][1]} = buf[pos]")
+            else:
+                st = s.const(struct.Struct(">" + "".join(i[0] for i in items)), "_S")
+                targets = ", ".join(i[1] for i in items)
+                s(f"{targets}{',' if len(items) == 1 else ''} = {st}.unpack_from(buf, pos)")
+        s.set_note(FieldNote(items[-1][3]))
         s(f"pos += {sum(i[2] for i in items)}")
 
     def length(self, f: FieldSpec, compact: bool, classic_fmt: str, where: str) -> str:
-        """Queue the read of a length prefix; returns the variable holding N (-1 = null)."""
-        n = self.src.fresh("n")
+        """Read a length prefix; returns the variable holding N (negative = null)."""
+        s = self.src
+        n = s.fresh("n")
         if compact:
             self.push("B", n, 1, where, f.name)
             self.flush()
-            self.src(f"if {n} > 0x7f:")
-            with self.src.indent():
-                self.src(f"{n}, pos = _ruv(buf, pos - 1)")
-            self.src(f"{n} -= 1")
+            with s.block(f"if {n} > {VARINT_ONE_BYTE_MAX:#x}:"):
+                s(f"{n}, pos = _ruv(buf, pos - 1)")
+            s(f"{n} -= 1")
         else:
-            self.push(classic_fmt, n, 2 if classic_fmt == "h" else 4, where, f.name)
+            self.push(classic_fmt, n, _LENGTH_WIDTH[classic_fmt], where, f.name)
             self.flush()
         return n
 
-    def null_check(self, f: FieldSpec, n: str, target: str) -> None:
-        """After a length: null handling. Leaves the source inside an `else:` block."""
-        s = self.src
-        s(f"if {n} < 0:")
-        with s.indent():
-            if self.v in f.nullable_versions:
-                s(f"{target} = None")
-            else:
-                msg = f"non-nullable field {camel_case(f.name)} was serialized as null"
-                s(f"raise DecodeError({msg!r}, offset=pos)")
-        s("else:")
-        s.depth += 1
+    def if_null(self, f: FieldSpec, n: str, target: str, nullable: bool) -> Any:
+        """IsNullConditional over a length N: None when nullable here, else Kafka's refusal; the
+        `with` body is the not-null branch."""
+        if nullable:
+            on_null = f"{target} = None"
+        else:
+            on_null = f"raise DecodeError({f'non-nullable field {camel_case(f.name)} was serialized as null'!r}, offset=pos)"
+        return self.src.null_conditional(f"{n} < 0", on_null)
 
     # -- structs
     def struct_body(self, st: StructSpec, where: str, cls_name: str) -> str:
         """Emit reads for one struct; return the variable holding the built object."""
         s = self.src
-        v = self.v
+        at = fields_at(st, self.v)
         values: dict[str, str] = {}
-        tagged: list[FieldSpec] = []
         for f in st.fields:
-            if v in f.tagged_versions:
-                tagged.append(f)
-                var = s.fresh("t")
-                values[f.attr] = var
-            elif v in f.versions:
+            if f in at.tagged:
+                values[f.attr] = s.fresh("t")
+            elif f in at.positional:
                 values[f.attr] = self.value(f, where)
             else:
                 values[f.attr] = self.default_expr(f)
         ut = "()"
         if self.flexible:
             self.flush()
-            for f in tagged:
+            for f in at.tagged:
                 s(f"{values[f.attr]} = {self.default_expr(f)}")
-            ut = self.tag_section(st, tagged, values, where)
+            ut = self.tag_section(st, at.tagged, values, where)
         self.flush()
         make = s.const(self.classes[cls_name].make, "_mk")  # type: ignore[attr-defined]
         res = s.fresh("r")
@@ -149,65 +149,58 @@ class DecoderGen:
             return f"{self.src.const(self.classes[f.element_type], '_c')}()"
         return self.src.const(f.default_value(), "_d")
 
-    def tag_section(self, st: StructSpec, tagged: list[FieldSpec], values: dict[str, str], where: str) -> str:
+    def tag_section(self, st: StructSpec, tagged: tuple[FieldSpec, ...], values: dict[str, str], where: str) -> str:
         s = self.src
-        other_tags = sorted(f.tag for f in st.fields if f.tag is not None and self.v not in f.tagged_versions)
-        cnt = s.fresh("nt")
-        ut = s.fresh("ut")
+        other_tags = sorted(f.tag for f in st.fields if f.tag is not None and f not in tagged)
+        cnt, ut = s.fresh("nt"), s.fresh("ut")
+        tags_path = self.path(where, "<tagged fields>")
         self.push("B", cnt, 1, where, "<tagged fields>")
         self.flush()
-        s(f"if {cnt} > 0x7f:")
-        with s.indent():
+        with s.block(f"if {cnt} > {VARINT_ONE_BYTE_MAX:#x}:"):
             s(f"{cnt}, pos = _ruv(buf, pos - 1)")
         s(f"{ut} = ()")
-        s(f"if {cnt} < 0:")
-        with s.indent():
+        with s.block(f"if {cnt} < 0:"):
             s(f"raise DecodeError(f'negative tagged field count {{{cnt}}}', offset=pos)")
-        s(f"if {cnt}:")
-        with s.indent():
+        with s.block(f"if {cnt}:"):
             last, tag, size, outer = s.fresh("last"), s.fresh("tag"), s.fresh("size"), s.fresh("eo")
             s(f"{ut} = []")
             s(f"{last} = -1")
             s(f"{outer} = end")
-            s(f"for _ in range({cnt}):")
-            with s.indent():
-                self.mark(self.where_expr(where, "<tagged fields>"))
+            with s.block(f"for _ in range({cnt}):"):
+                s.set_note(FieldNote(tags_path))
                 s(f"{tag}, pos = _ruv(buf, pos)")
                 s(f"{size}, pos = _ruv(buf, pos)")
-                s(f"if {tag} <= {last}:")
-                with s.indent():
+                with s.block(f"if {tag} <= {last}:"):
                     s(f"raise DecodeError(f'tag {{{tag}}} follows tag {{{last}}}: tags must be strictly ascending', offset=pos)")
-                s(f"if {size} < 0 or {size} > end - pos:")
-                with s.indent():
+                with s.block(f"if {size} < 0 or {size} > end - pos:"):
                     s(f"raise DecodeError(f'tagged field {{{tag}}} has size {{{size}}} but only {{end - pos}} bytes remain', offset=pos)")
                 s(f"{last} = {tag}")
                 s(f"end = pos + {size}")
-                first = True
+                keyword = "if"
                 for f in sorted(tagged, key=lambda f: f.tag or 0):
-                    s(f"{'if' if first else 'elif'} {tag} == {f.tag}:")
-                    first = False
-                    with s.indent():
+                    with s.block(f"{keyword} {tag} == {f.tag}:"):
                         val = self.value(f, where)
                         self.flush()
                         s(f"{values[f.attr]} = {val}")
-                        s("if pos != end:")
-                        with s.indent():
+                        with s.block("if pos != end:"):
                             s(f"raise DecodeError(f'tagged field {f.tag} ({f.name}) has size {{{size}}} but its value takes {{pos - end + {size}}} bytes', offset=pos)")
+                    keyword = "elif"
                 if other_tags:
-                    s(f"{'if' if first else 'elif'} {tag} in {s.const(frozenset(other_tags), '_d')}:")
-                    first = False
-                    with s.indent():
+                    with s.block(f"{keyword} {tag} in {s.const(frozenset(other_tags), '_d')}:"):
                         s(f"raise DecodeError(f'Tag {{{tag}}} is not valid for version {self.v}', offset=pos)")
-                if not first:
-                    s("else:")
-                    s.depth += 1
-                s(f"{ut}.append(({tag}, bytes(buf[pos:end])))")
-                s("pos = end")
-                if not first:
-                    s.depth -= 1
+                    keyword = "elif"
+                if keyword == "elif":
+                    with s.block("else:"):
+                        self.keep_unknown_tag(ut, tag)
+                else:
+                    self.keep_unknown_tag(ut, tag)
                 s(f"end = {outer}")
             s(f"{ut} = tuple({ut})")
         return ut
+
+    def keep_unknown_tag(self, ut: str, tag: str) -> None:
+        self.src(f"{ut}.append(({tag}, bytes(buf[pos:end])))")
+        self.src("pos = end")
 
     # -- values
     def value(self, f: FieldSpec, where: str) -> str:
@@ -216,46 +209,36 @@ class DecoderGen:
         target = s.fresh("x")
         if f.is_array:
             n = self.length(f, self.flexible, "i", where)
-            self.null_check(f, n, target)
-            if e in _NUMERIC:
-                fmt, width, _ = _NUMERIC[e]
-                s(f"if {n} * {width} > end - pos:")
-                with s.indent():
-                    s(f"if {n} > end - pos:")
-                    with s.indent():
+            with self.if_null(f, n, target, self.v in f.nullable_versions):
+                if e in _NUMERIC:
+                    fmt, width, _ = _NUMERIC[e]
+                    with s.block(f"if {n} * {width} > end - pos:"):
+                        with s.block(f"if {n} > end - pos:"):
+                            self.too_many(n)
+                        s(f"raise DecodeError(f'Error reading an array of {{{n}}} {e} values: only {{end - pos}} bytes remain', offset=pos)")
+                    s(f"{target} = _astruct({fmt!r}, {n}).unpack_from(buf, pos)")
+                    s(f"pos += {n} * {width}")
+                else:
+                    with s.block(f"if {n} > end - pos:"):
                         self.too_many(n)
-                    s(f"raise DecodeError(f'Error reading an array of {{{n}}} {e} values: only {{end - pos}} bytes remain', offset=pos)")
-                s(f"{target} = _astruct({fmt!r}, {n}).unpack_from(buf, pos)")
-                s(f"pos += {n} * {width}")
-            else:
-                s(f"if {n} > end - pos:")
-                with s.indent():
-                    self.too_many(n)
-                lst = s.fresh("l")
-                i = s.fresh("i")
-                s(f"{lst} = []")
-                s(f"for {i} in range({n}):")
-                with s.indent():
-                    sub_where = f"{where}.{f.name}[{{{i}}}]"
-                    if f.struct is not None:
-                        r = self.struct_body(f.struct, sub_where, f.struct.name)
-                    else:
-                        r = self.scalar(f, e, sub_where, element=True)
-                    self.flush()
-                    s(f"{lst}.append({r})")
-                s(f"{target} = tuple({lst})")
-            s.depth -= 1
+                    lst, i = s.fresh("l"), s.fresh("i")
+                    s(f"{lst} = []")
+                    with s.block(f"for {i} in range({n}):"):
+                        sub_where = f"{where}.{f.name}[{{{i}}}]"
+                        if f.struct is not None:
+                            r = self.struct_body(f.struct, sub_where, f.struct.name)
+                        else:
+                            r = self.scalar(f, e, sub_where, element=True)
+                        self.flush()
+                        s(f"{lst}.append({r})")
+                    s(f"{target} = tuple({lst})")
             return target
         if f.struct is not None:
             if self.v in f.nullable_versions:
                 flag = s.fresh("nf")
                 self.push("b", flag, 1, where, f.name)
                 self.flush()
-                s(f"if {flag} < 0:")
-                with s.indent():
-                    s(f"{target} = None")
-                s("else:")
-                with s.indent():
+                with s.null_conditional(f"{flag} < 0", f"{target} = None"):
                     r = self.struct_body(f.struct, f"{where}.{f.name}", f.struct.name)
                     s(f"{target} = {r}")
                 return target
@@ -284,22 +267,11 @@ class DecoderGen:
         else:
             compact = self.flexible
         n = self.length(f, compact, "h" if e == "string" else "i", where)
-        nullable = self.v in f.nullable_versions and not element
-        s(f"if {n} < 0:")
-        with s.indent():
-            if nullable:
-                s(f"{target} = None")
-            else:
-                msg = f"non-nullable field {camel_case(f.name)} was serialized as null"
-                s(f"raise DecodeError({msg!r}, offset=pos)")
-        s("else:")
-        with s.indent():
+        with self.if_null(f, n, target, self.v in f.nullable_versions and not element):
             if e == "string":
-                s(f"if {n} > 0x7fff:")
-                with s.indent():
+                with s.block(f"if {n} > {MAX_STRING_LENGTH:#x}:"):
                     s(f"raise DecodeError(f'string field {camel_case(f.name)} had invalid length {{{n}}}', offset=pos)")
-            s(f"if {n} > end - pos:")
-            with s.indent():
+            with s.block(f"if {n} > end - pos:"):
                 what = "string" if e == "string" else "byte array"
                 s(f"raise DecodeError(f'Error reading {what} of length {{{n}}}, only {{end - pos}} bytes available', offset=pos)")
             if e == "string":
@@ -310,7 +282,6 @@ class DecoderGen:
         return target
 
 
-def decoder_source(spec: MessageSpec, version: int, classes: dict[str, type], checked: bool = False) -> tuple[str, dict[str, Any]]:
-    g = DecoderGen(spec, version, classes, checked)
-    text = g.build()
-    return text, g.src.namespace
+def decoder_source(spec: MessageSpec, version: int, classes: dict[str, type]) -> Source:
+    """The decoder's source, namespace and line notes (see the module rules)."""
+    return DecoderGen(spec, version, classes).build()

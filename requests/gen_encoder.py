@@ -5,8 +5,9 @@ written, and a non-default value there raises UnsupportedVersionError unless it 
 flexible versions use compact lengths and end every struct with a tagged section (known tags
 written only when not default, merged with unknown tags, ascending). Consecutive fixed-width
 fields, int arrays and strings are fused into one struct.pack whose format is cached by the
-run's lengths: that is where the speed comes from. The `checked` flavour writes field by field
-and records the path, and runs only to explain a failure of the fast one.
+run's lengths: that is where the speed comes from. The `checked` flavour writes field by field,
+keeping the path of the field being written in a local, and raises FieldFailure(path, error) on
+any error; it runs only to explain a failure of the fast one (codec.translating).
 """
 
 from __future__ import annotations
@@ -17,9 +18,28 @@ from typing import Any
 from . import wire
 from .emit import Source
 from .errors import EncodeError, UnsupportedVersionError
-from .spec import FIXED, FieldSpec, MessageSpec, StructSpec, camel_case
+from .spec import FIXED, FieldSpec, MessageSpec, StructSpec, camel_case, fields_at
+from .wire import (
+    EMPTY_TAGGED_FIELDS,
+    MAX_STRING_LENGTH,
+    NULL_COMPACT_LENGTH,
+    NULL_INT16_LENGTH,
+    NULL_INT32_LENGTH,
+)
 
 _NUMERIC_ELEMS = {k: v[0] for k, v in FIXED.items() if k != "uuid"}
+_ONE_BYTE_LENGTH_MAX = 126  # a compact length N is written as N + 1; below 127 that is one varint byte
+_INT32 = struct.Struct(">i")  # classic array and bytes lengths
+_INT16 = struct.Struct(">h")  # classic string lengths
+
+
+class FieldFailure(Exception):
+    """Raised by a checked encoder: the path of the field it was writing and the error there."""
+
+    def __init__(self, path: str, error: BaseException) -> None:
+        super().__init__(path, error)
+        self.path = path
+        self.error = error
 
 
 class EncoderGen:
@@ -31,8 +51,8 @@ class EncoderGen:
         self.src = Source()
         ns = self.src.namespace
         ns.update(
-            _uv=wire.uvarint, _UVT=wire._UV_TABLE, _wtags=wire.write_tags, _astruct=wire.array_struct,
-            EncodeError=EncodeError, UnsupportedVersionError=UnsupportedVersionError,
+            _uv=wire.uvarint, _wtags=wire.write_tags, _astruct=wire.array_struct,
+            EncodeError=EncodeError, UnsupportedVersionError=UnsupportedVersionError, _Failed=FieldFailure,
         )
 
     # -- entry
@@ -40,57 +60,58 @@ class EncoderGen:
         """The encoder of the whole message, or of one of its structs on its own."""
         s = self.src
         st = struct_spec or self.spec.struct
-        s("def encode(o):")
-        with s.indent():
-            if self.checked:
-                s("global _at")
+        with s.block("def encode(o):"):
             if struct_spec is not None and self.single_run(st):
                 self.single_run_struct(st, "o", st.name, direct=True)
-                return s.text()
-            s("out = []")
-            s("ap = out.append")
-            self.struct_body(st, "o", st.name)
-            s("return b''.join(out)")
-        if self.checked:
-            s.namespace["_at"] = ""
+            elif self.checked:
+                s(f"_at = {st.name!r}")
+                with s.block("try:"):
+                    self.whole(st)
+                with s.block("except Exception as _e:"):
+                    s("raise _Failed(_at, _e) from _e")
+            else:
+                self.whole(st)
         return s.text()
+
+    def whole(self, st: StructSpec) -> None:
+        s = self.src
+        s("out = []")
+        s("ap = out.append")
+        self.struct_body(st, "o", st.name)
+        s("return b''.join(out)")
 
     def path(self, prefix: str, name: str) -> str:
         return f"{prefix}.{name}" if prefix else name
 
-    def at(self, where: str) -> None:
+    def at(self, where: str, name: str) -> None:
+        """Checked flavour: remember the path of the field about to be written. where is the
+        text of an f-string body (loop indices in braces)."""
         if self.checked:
-            self.src(f"_at = {where}")
+            path = f"{where}.{name}"
+            self.src(f"_at = {'f' if '{' in path else ''}{path!r}")
 
     # -- structs
     def struct_body(self, st: StructSpec, o: str, where: str) -> None:
         """where: a Python expression text (f-string body) naming the struct for errors."""
         s = self.src
-        v = self.v
-        positional: list[FieldSpec] = []
-        tagged: list[FieldSpec] = []
-        for f in st.fields:
-            if v in f.tagged_versions:
-                tagged.append(f)
-            elif v in f.versions:
-                positional.append(f)
-            elif not f.ignorable:
+        at = fields_at(st, self.v)
+        for f in at.absent:
+            if not f.ignorable:
                 self.absent_check(f, o)
         if self.single_run(st):
             self.single_run_struct(st, o, where, direct=False)
             return
         if not self.checked:
-            self.fused(positional, o, where)
+            self.fused(list(at.positional), o, where)
         else:
-            for f in positional:
-                self.at(f"f'{where}.{f.name}'" if "{" in where else repr(f"{where}.{f.name}"))
+            for f in at.positional:
+                self.at(where, f.name)
                 self.value(f, f"{o}.{f.attr}", where)
         if self.flexible:
-            self.tag_section(tagged, o, where)
+            self.tag_section(at.tagged, o, where)
         else:
-            s(f"if {o}.unknown_tagged_fields:")
-            with s.indent():
-                msg = f"Tagged fields were set, but version {v} of this message does not support them."
+            with s.block(f"if {o}.unknown_tagged_fields:"):
+                msg = f"Tagged fields were set, but version {self.v} of this message does not support them."
                 s(f"raise UnsupportedVersionError({msg!r})")
 
     def absent_check(self, f: FieldSpec, o: str) -> None:
@@ -100,20 +121,17 @@ class EncoderGen:
         else:
             d = s.const(f.default_value(), "_d")
             test = f"{o}.{f.attr} != {d}"
-        s(f"if {test}:")
-        with s.indent():
+        with s.block(f"if {test}:"):
             msg = f"Attempted to write a non-default {camel_case(f.name)} at version {self.v}"
             s(f"raise UnsupportedVersionError({msg!r})")
 
-    def tag_section(self, tagged: list[FieldSpec], o: str, where: str) -> None:
+    def tag_section(self, tagged: tuple[FieldSpec, ...], o: str, where: str) -> None:
         s = self.src
         if not tagged:
-            s(f"if {o}.unknown_tagged_fields:")
-            with s.indent():
+            with s.block(f"if {o}.unknown_tagged_fields:"):
                 s(f"_wtags(ap, [], {o}.unknown_tagged_fields)")
-            s("else:")
-            with s.indent():
-                s("ap(b'\\x00')")
+            with s.block("else:"):
+                s(f"ap({EMPTY_TAGGED_FIELDS!r})")
             return
         kt = s.fresh("kt")
         s(f"{kt} = []")
@@ -123,21 +141,18 @@ class EncoderGen:
                 test = f"{val} != type({val})()"
             else:
                 test = f"{val} != {s.const(f.default_value(), '_d')}"
-            s(f"if {test}:")
-            with s.indent():
-                self.at(repr(f"{where}.{f.name}") if "{" not in where else f"f'{where}.{f.name}'")
+            with s.block(f"if {test}:"):
+                self.at(where, f.name)
                 sub, saved = s.fresh("tb"), s.fresh("apo")
                 s(f"{sub} = []")
                 s(f"{saved} = ap; ap = {sub}.append")
                 self.value(f, val, where)
                 s(f"ap = {saved}")
                 s(f"{kt}.append(({f.tag}, b''.join({sub})))")
-        s(f"if {kt} or {o}.unknown_tagged_fields:")
-        with s.indent():
+        with s.block(f"if {kt} or {o}.unknown_tagged_fields:"):
             s(f"_wtags(ap, {kt}, {o}.unknown_tagged_fields)")
-        s("else:")
-        with s.indent():
-            s("ap(b'\\x00')")
+        with s.block("else:"):
+            s(f"ap({EMPTY_TAGGED_FIELDS!r})")
 
     def single_run(self, st: StructSpec) -> bool:
         """A flexible struct whose fields at this version all fuse into one pack, its empty
@@ -153,11 +168,9 @@ class EncoderGen:
             if self.v not in f.versions and not f.ignorable:
                 self.absent_check(f, o)
         run = [f for f in st.fields if self.v in f.versions]
-        s(f"if not {o}.unknown_tagged_fields:")
-        with s.indent():
+        with s.block(f"if not {o}.unknown_tagged_fields:"):
             self.flush(run, o, where, pad=True, direct=direct)
-        s("else:")
-        with s.indent():
+        with s.block("else:"):
             self.plain(run, o, where, direct, f"_wtags(ap, [], {o}.unknown_tagged_fields)")
 
     def plain(self, run: list[FieldSpec], o: str, where: str, direct: bool, tail: str | None) -> None:
@@ -228,9 +241,8 @@ class EncoderGen:
                 b, n = s.fresh("b"), s.fresh("n")
                 s(f"{b} = {val}.encode('utf-8')")
                 s(f"{n} = len({b})")
-                s(f"if {n} > 0x7fff:")
-                with s.indent():
-                    s(f"raise EncodeError({repr(chr(39) + camel_case(f.name) + chr(39) + ' field is too long to be serialized')})")
+                with s.block(f"if {n} > {MAX_STRING_LENGTH:#x}:"):
+                    self.too_long(f)
                 compact = self.str_flexible(f)
                 template.append(("s", "s", "B" if compact else "h"))
                 args.append(f"{n} + 1" if compact else n)
@@ -251,68 +263,64 @@ class EncoderGen:
         cache = s.const({}, "_C")
         make = s.const(wire.run_struct_maker(tuple(template)), "_M")
         key = dyn[0][0] if len(dyn) == 1 else "(" + ", ".join(n for n, _ in dyn) + ")"
-        guards = [f"{n} < 127" for n, compact in dyn if compact]
-        if guards:
-            s(f"if {' and '.join(guards)}:")
-            s.depth += 1
-        k = s.fresh("k")
-        st = s.fresh("st")
+        guards = [f"{n} < {_ONE_BYTE_LENGTH_MAX + 1}" for n, compact in dyn if compact]
+        if not guards:
+            self.cached_pack(cache, make, key, emit, args, close)
+            return
+        with s.block(f"if {' and '.join(guards)}:"):
+            self.cached_pack(cache, make, key, emit, args, close)
+        with s.block("else:"):
+            self.plain(run, o, where, direct, f"ap({EMPTY_TAGGED_FIELDS!r})" if pad else None)
+
+    def cached_pack(self, cache: str, make: str, key: str, emit: str, args: list[str], close: str) -> None:
+        """Pack with the Struct of this run's lengths, made on first use."""
+        s = self.src
+        k, st = s.fresh("k"), s.fresh("st")
         s(f"{k} = {key}")
         s(f"{st} = {cache}.get({k})")
-        s(f"if {st} is None:")
-        with s.indent():
+        with s.block(f"if {st} is None:"):
             s(f"{st} = {make}({cache}, {k})")
         s(f"{emit}{st}.pack({', '.join(args)}){close}")
-        if guards:
-            s.depth -= 1
-            s("else:")
-            with s.indent():
-                self.plain(run, o, where, direct, "ap(b'\\x00')" if pad else None)
 
     # -- single values (plain, used by both flavours)
+    def null_value(self, f: FieldSpec, nullable: bool, compact: bool, classic: bytes) -> str:
+        """The statement for a None value: its null length when nullable, else Kafka's refusal."""
+        if nullable:
+            return f"ap({NULL_COMPACT_LENGTH if compact else classic!r})"
+        return f"raise EncodeError({('non-nullable field ' + camel_case(f.name) + ' was null')!r})"
+
+    def too_long(self, f: FieldSpec) -> None:
+        self.src(f"raise EncodeError({repr(chr(39) + camel_case(f.name) + chr(39) + ' field is too long to be serialized')})")
+
     def value(self, f: FieldSpec, val: str, where: str) -> None:
         s = self.src
-        v = self.v
-        nullable = v in f.nullable_versions
         e = f.element_type
         if f.is_array:
             a = s.fresh("a")
             s(f"{a} = {val}")
-            s(f"if {a} is None:")
-            with s.indent():
-                if nullable:
-                    s("ap(b'\\x00')" if self.flexible else "ap(b'\\xff\\xff\\xff\\xff')")
-                else:
-                    s(f"raise EncodeError({('non-nullable field ' + camel_case(f.name) + ' was null')!r})")
-            s("else:")
-            with s.indent():
-                s(f"ap(_uv(len({a}) + 1))" if self.flexible else f"ap({s.const(struct.Struct('>i'), '_S')}.pack(len({a})))")
+            with s.null_conditional(f"{a} is None", self.null_value(f, self.v in f.nullable_versions, self.flexible, NULL_INT32_LENGTH)):
+                s(f"ap(_uv(len({a}) + 1))" if self.flexible else f"ap({s.const(_INT32, '_S')}.pack(len({a})))")
                 if e in _NUMERIC_ELEMS:
                     s(f"ap(_astruct({_NUMERIC_ELEMS[e]!r}, len({a})).pack(*{a}))")
-                else:
-                    el = s.fresh("e")
-                    i = s.fresh("i")
-                    s(f"for {i}, {el} in enumerate({a}):" if self.checked else f"for {el} in {a}:")
-                    with s.indent():
-                        sub_where = f"{where}.{f.name}[{{{i}}}]"
-                        if f.struct is not None:
-                            self.struct_body(f.struct, el, sub_where)
-                        else:
-                            self.scalar(f, e, el, nullable=False)
+                    return
+                el, i = s.fresh("e"), s.fresh("i")
+                with s.block(f"for {i}, {el} in enumerate({a}):" if self.checked else f"for {el} in {a}:"):
+                    sub_where = f"{where}.{f.name}[{{{i}}}]"
+                    if f.struct is not None:
+                        self.struct_body(f.struct, el, sub_where)
+                    else:
+                        self.scalar(f, e, el, nullable=False)
             return
         if f.struct is not None:
-            if nullable:
-                s(f"if {val} is None:")
-                with s.indent():
-                    s("ap(b'\\xff')")
-                s("else:")
-                s.depth += 1
+            if self.v not in f.nullable_versions:
+                self.struct_body(f.struct, val, f"{where}.{f.name}")
+                return
+            # A nullable struct: int8 -1 for null, 1 then the struct otherwise (Kafka's generator).
+            with s.null_conditional(f"{val} is None", "ap(b'\\xff')"):
                 s("ap(b'\\x01')")
-            self.struct_body(f.struct, val, f"{where}.{f.name}")
-            if nullable:
-                s.depth -= 1
+                self.struct_body(f.struct, val, f"{where}.{f.name}")
             return
-        self.scalar(f, e, val, nullable)
+        self.scalar(f, e, val, self.v in f.nullable_versions)
 
     def scalar(self, f: FieldSpec, e: str, val: str, nullable: bool) -> None:
         s = self.src
@@ -325,30 +333,20 @@ class EncoderGen:
             return
         compact = self.str_flexible(f) if e == "string" else self.flexible
         b = s.fresh("b")
-        s(f"if {val} is None:")
-        with s.indent():
-            if nullable:
-                if compact:
-                    s("ap(b'\\x00')")
-                else:
-                    s("ap(b'\\xff\\xff')" if e == "string" else "ap(b'\\xff\\xff\\xff\\xff')")
-            else:
-                s(f"raise EncodeError({('non-nullable field ' + camel_case(f.name) + ' was null')!r})")
-        s("else:")
-        with s.indent():
+        on_null = self.null_value(f, nullable, compact, NULL_INT16_LENGTH if e == "string" else NULL_INT32_LENGTH)
+        with s.null_conditional(f"{val} is None", on_null):
             if e == "string":
                 s(f"{b} = {val}.encode('utf-8')")
-                s(f"if len({b}) > 0x7fff:")
-                with s.indent():
-                    s(f"raise EncodeError({repr(chr(39) + camel_case(f.name) + chr(39) + ' field is too long to be serialized')})")
-                lenfmt = ">h"
+                with s.block(f"if len({b}) > {MAX_STRING_LENGTH:#x}:"):
+                    self.too_long(f)
+                length = _INT16
             else:
                 s(f"{b} = bytes({val})")
-                lenfmt = ">i"
+                length = _INT32
             if compact:
                 s(f"ap(_uv(len({b}) + 1))")
             else:
-                s(f"ap({s.const(struct.Struct(lenfmt), '_S')}.pack(len({b})))")
+                s(f"ap({s.const(length, '_S')}.pack(len({b})))")
             s(f"ap({b})")
 
 

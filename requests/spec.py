@@ -3,7 +3,9 @@
 Rules: this module only describes. It knows Kafka's type names, version ranges and defaults
 (generator/.../FieldSpec.java), and nothing about bytes. Any Kafka JSON spec (requests,
 responses, headers, KRaft metadata records) fits it; json_spec.py reads one, catalog.py holds
-the project's own description of the messages it ships, codegen.py turns a spec into code.
+the project's own description of the messages it ships, gen_classes.py / gen_encoder.py /
+gen_decoder.py turn a spec into code. `fields_at` is the one place that decides which fields a
+version writes, as what, and which it leaves out (the generators' VersionConditional).
 """
 
 from __future__ import annotations
@@ -149,6 +151,27 @@ class MessageSpec:
 
     def field(self, name: str) -> FieldSpec:
         return self.struct.field(name)
+
+
+@attrs.frozen
+class FieldsAt:
+    """The fields of a struct at one version, in spec order, by how that version treats them."""
+
+    positional: tuple[FieldSpec, ...]  # in the version, not tagged: written in order
+    tagged: tuple[FieldSpec, ...]  # tagged in the version: in the tagged-field section
+    absent: tuple[FieldSpec, ...]  # not in the version: must keep their default unless ignorable
+
+
+def fields_at(st: StructSpec, version: int) -> FieldsAt:
+    positional, tagged, absent = [], [], []
+    for f in st.fields:
+        if version in f.tagged_versions:
+            tagged.append(f)
+        elif version in f.versions:
+            positional.append(f)
+        else:
+            absent.append(f)
+    return FieldsAt(tuple(positional), tuple(tagged), tuple(absent))
 
 
 def iter_structs(fields: tuple[FieldSpec, ...]):  # type: ignore[no-untyped-def]

@@ -12,8 +12,14 @@ from collections.abc import Callable
 
 from .errors import DecodeError, EncodeError
 
-# Varint bytes for small values, so the common case is a list index.
-_UV_TABLE: list[bytes] = []
+# Kafka's limits and encodings, named once (the generators import them from here).
+MAX_STRING_LENGTH = 0x7FFF  # a string is at most Short.MAX_VALUE bytes, compact or not (the generator's check)
+VARINT_ONE_BYTE_MAX = 0x7F  # a varint byte holds 7 bits; a larger first byte has a continuation bit
+NULL_INT32_LENGTH = b"\xff\xff\xff\xff"  # classic null array / bytes: length -1 as int32
+NULL_INT16_LENGTH = b"\xff\xff"  # classic null string: length -1 as int16
+NULL_COMPACT_LENGTH = b"\x00"  # compact null: length + 1 = 0
+EMPTY_TAGGED_FIELDS = b"\x00"  # a tagged-field section with no fields: count 0
+UV_TABLE_SIZE = 1 << 14  # values below 2**14 take at most two varint bytes: tabled, as the common case
 
 
 def _uvarint_slow(n: int) -> bytes:
@@ -27,12 +33,13 @@ def _uvarint_slow(n: int) -> bytes:
     return bytes(out)
 
 
-_UV_TABLE = [_uvarint_slow(i) for i in range(1 << 14)]
+# Varint bytes for small values, so the common case is a list index.
+_UV_TABLE: list[bytes] = [_uvarint_slow(i) for i in range(UV_TABLE_SIZE)]
 
 
 def uvarint(n: int) -> bytes:
     """Unsigned varint bytes of n (0 <= n < 2**32)."""
-    if 0 <= n < 16384:
+    if 0 <= n < UV_TABLE_SIZE:
         return _UV_TABLE[n]
     if n >= 1 << 32:
         raise EncodeError(f"unsigned varint value {n} does not fit in 32 bits")

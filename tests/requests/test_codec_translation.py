@@ -1,0 +1,224 @@
+"""The one error-translation point (codec.py) and the compile helper (emit.py): thread safety,
+tracebacks through generated code, the bytes check, and what a rejected input leaves behind.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import threading
+import traceback
+import tracemalloc
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from ctrlbatch.requests import (
+    DecodeError,
+    EncodeError,
+    LeaderAndIsrLiveLeader,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrTopicState,
+    NotBytesError,
+    UpdateMetadataResponse,
+)
+from ctrlbatch.requests.emit import Source, compile_source
+from ctrlbatch.requests.errors import check_buffer
+
+
+@pytest.fixture
+def fast_switching() -> Iterator[None]:
+    """Threads switch every microsecond, so that two decodes interleave inside the codec."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+def _bad_isr(topics: int, bad_topic: int) -> bytes:
+    """LeaderAndIsr v4 whose topic `bad_topic`'s only partition has a null Isr (compact 00)."""
+    states = [
+        LeaderAndIsrTopicState(topic_name=f"t{t}", partition_states=[LeaderAndIsrPartitionState(partition_index=0, isr=(7,))])
+        for t in range(topics)
+    ]
+    raw = bytearray(LeaderAndIsrRequest(topic_states=states).encode(4))
+    # Each topic's Isr is the one-element array 02 00 00 00 07; null it in the bad topic.
+    at = -1
+    for _ in range(bad_topic + 1):
+        at = raw.index(b"\x02\x00\x00\x00\x07", at + 1)
+    raw[at] = 0
+    return bytes(raw)
+
+
+def _run_together(jobs: list[Callable[[], None]]) -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(jobs))
+
+    def run(job: Callable[[], None]) -> None:
+        start.wait()
+        try:
+            job()
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors
+
+
+def _race(small: Callable[[], None], big: Callable[[], None], rounds: int = 3000) -> None:
+    """Run `small` rounds times in one thread while another runs `big` until it is done."""
+    done = threading.Event()
+
+    def run_small() -> None:
+        try:
+            for _ in range(rounds):
+                small()
+        finally:
+            done.set()
+
+    def run_big() -> None:
+        while not done.is_set():
+            big()
+
+    _run_together([run_small, run_big])
+
+
+def test_two_threads_decoding_bad_inputs_get_their_own_field_paths(fast_switching: None) -> None:
+    # With the failing field read back from module globals, one thread's path leaked into the
+    # other's error whenever their explanations interleaved (seen within a few hundred rounds).
+    def expect(data: bytes, path: str) -> Callable[[], None]:
+        def run() -> None:
+            with pytest.raises(DecodeError) as info:
+                LeaderAndIsrRequest.decode(data, 4)
+            assert info.value.field == path
+            assert info.value.reason == "non-nullable field isr was serialized as null"
+        return run
+
+    _race(expect(_bad_isr(2, 1), "LeaderAndIsrRequest.TopicStates[1].PartitionStates[0].Isr"),
+          expect(_bad_isr(400, 399), "LeaderAndIsrRequest.TopicStates[399].PartitionStates[0].Isr"))
+
+
+def test_two_threads_encoding_bad_objects_get_their_own_field_paths(fast_switching: None) -> None:
+    def expect(leaders: int, bad: int) -> Callable[[], None]:
+        objs = [LeaderAndIsrLiveLeader(broker_id=i, host_name="h", port=9092) for i in range(leaders)]
+        objs[bad] = LeaderAndIsrLiveLeader(broker_id=bad, host_name="h", port=2**40)
+        obj = LeaderAndIsrRequest(live_leaders=objs)
+
+        def run() -> None:
+            with pytest.raises(EncodeError) as info:
+                obj.encode(4)
+            assert f"field LeaderAndIsrRequest.LiveLeaders[{bad}].Port:" in str(info.value)
+        return run
+
+    _race(expect(2, 1), expect(400, 399))
+
+
+def test_a_traceback_through_a_generated_encoder_shows_the_generated_line() -> None:
+    with pytest.raises(EncodeError) as info:
+        LeaderAndIsrRequest(controller_id="one").encode(4)
+    cause = info.value.__cause__
+    assert cause is not None
+    text = "".join(traceback.format_exception(cause))
+    assert "<ctrlbatch encode LeaderAndIsrRequest v4 checked" in text
+    assert ".pack(o.controller_id)" in text  # the generated source line itself
+
+
+def test_compile_source_gives_each_source_its_own_registered_filename() -> None:
+    a = compile_source("def f():\n    return 1 / 0\n", "<ctrlbatch test same-name>", {})["f"]
+    b = compile_source("def f():\n    x = 2\n    return x / 0\n", "<ctrlbatch test same-name>", {})["f"]
+    name_a, name_b = a.__code__.co_filename, b.__code__.co_filename
+    assert name_a != name_b and name_b.startswith("<ctrlbatch test same-name-") and name_b.endswith(">")
+    assert linecache.getline(name_a, 2) == "    return 1 / 0\n"
+    assert linecache.getline(name_b, 3) == "    return x / 0\n"
+    linecache.checkcache()  # generated entries have no file to check against: they stay
+    assert linecache.getline(name_b, 3) == "    return x / 0\n"
+    with pytest.raises(ZeroDivisionError) as info:
+        b()
+    assert "return x / 0" in "".join(traceback.format_exception(info.value))
+
+
+def test_source_blocks_own_their_indent_and_notes() -> None:
+    s = Source()
+    with s.block("def f(x):"):
+        s.set_note("outer")
+        with s.block("if x:"):
+            s.set_note("inner")
+            s("return 1")
+        with s.null_conditional("x is None", "return 2"):
+            s("return 3")
+    assert s.lines == [
+        "def f(x):", "    if x:", "        return 1", "    if x is None:", "        return 2", "    else:",
+        "        return 3",
+    ]
+    assert [s.note_at(i) for i in range(1, 8)] == [None, "outer", "inner", "outer", "outer", "outer", "outer"]
+    f = s.compile("<ctrlbatch test blocks>")["f"]
+    assert (f(1), f(None), f(0)) == (1, 2, 3)
+
+
+# ---------------------------------------------------------------- non-bytes arguments
+
+
+@pytest.mark.parametrize(("data", "type_name"), [("ab", "str"), (None, "NoneType"), (2, "int"), ([1], "list")])
+def test_decode_of_a_non_buffer_names_the_parameter_and_the_type(data: Any, type_name: str) -> None:
+    with pytest.raises(NotBytesError) as info:
+        UpdateMetadataResponse.decode(data, 0)
+    e = info.value
+    assert isinstance(e, TypeError) and isinstance(e, DecodeError)
+    assert str(e) == f"UpdateMetadataResponse v0: data must be bytes, bytearray or memoryview, not {type_name}"
+
+
+def test_check_buffer_accepts_the_three_buffer_types_and_names_the_parameter() -> None:
+    for ok in (b"x", bytearray(b"x"), memoryview(b"x")):
+        check_buffer(ok, "frame")
+    with pytest.raises(NotBytesError) as info:
+        check_buffer("x", "frame")
+    assert str(info.value) == "frame must be bytes, bytearray or memoryview, not str"
+
+
+def test_decode_accepts_bytearray_and_memoryview() -> None:
+    raw = UpdateMetadataResponse(error_code=3).encode(0)
+    for data in (bytearray(raw), memoryview(raw)):
+        assert UpdateMetadataResponse.decode(data, 0) == UpdateMetadataResponse(error_code=3)
+
+
+# ---------------------------------------------------------------- what a rejection leaves behind
+
+
+def _hostile(topics: int) -> bytes:
+    """LeaderAndIsr v4 with `topics` empty topic states whose last byte (the top-level tagged
+    section) announces a tag that is not there: it fails at its very end."""
+    raw = LeaderAndIsrRequest(topic_states=[LeaderAndIsrTopicState()] * topics).encode(4)
+    assert raw[-1:] == b"\x00"
+    return raw[:-1] + b"\x01"
+
+
+def test_a_rejected_body_is_explained_at_its_last_byte() -> None:
+    data = _hostile(1000)
+    with pytest.raises(DecodeError) as info:
+        LeaderAndIsrRequest.decode(data, 4)
+    e = info.value
+    assert (e.field, e.offset) == ("LeaderAndIsrRequest.<tagged fields>", len(data))
+    assert e.reason == "the buffer ends inside a varint"
+
+
+def test_a_rejection_keeps_nothing_of_the_failed_attempt() -> None:
+    data = _hostile(200_000)  # about 40 MB of topic states if kept
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        with pytest.raises(DecodeError) as info:
+            LeaderAndIsrRequest.decode(data, 4)
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert info.value.__context__ is None and info.value.__cause__ is None
+    assert kept < 1_000_000, kept
