@@ -1,0 +1,95 @@
+"""Output rows: the fixed Parquet schema, and each row's fields read back from its own frame."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from ctrlbatch.context import MetadataVersion
+from ctrlbatch.replay.deltas import Delta
+from ctrlbatch.replay.image import EMPTY_IMAGE, apply_delta
+from ctrlbatch.replay.propagator import ReplayOptions, Send, propagate_delta
+from ctrlbatch.replay.record_classes import record_class
+from ctrlbatch.replay.records import (
+    FEATURE_LEVEL_RECORD,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    REGISTER_BROKER_RECORD,
+    TOPIC_RECORD,
+    MetadataRecord,
+)
+from ctrlbatch.replay.rows import REQUEST_SCHEMA, partition_count, request_row
+from ctrlbatch.requests import decode_request
+
+T = uuid.UUID(int=7)
+
+
+def rec(offset: int, type_id: int, version: int = 0, **fields: Any) -> MetadataRecord:
+    cls = record_class(type_id)
+    assert cls is not None
+    return MetadataRecord(offset, type_id, version, cls(**fields))
+
+
+def sends_and_delta(ibp: MetadataVersion | None = None) -> tuple[Delta, list[Send]]:
+    cls = record_class(REGISTER_BROKER_RECORD)
+    setup = [rec(0, FEATURE_LEVEL_RECORD, name="metadata.version", feature_level=21)]
+    for b in (1, 2, 3):
+        ep = cls.BrokerEndpoint(name="PLAINTEXT", host=f"h{b}", port=9092, security_protocol=0)  # type: ignore[union-attr]
+        setup.append(rec(b, REGISTER_BROKER_RECORD, 2, broker_id=b, broker_epoch=b * 10, end_points=(ep,), fenced=False))
+    setup.append(rec(4, TOPIC_RECORD, name="t", topic_id=T))
+    for p in range(3):
+        setup.append(rec(5 + p, PARTITION_RECORD, partition_id=p, topic_id=T, replicas=[1, 2], isr=[1, 2], leader=1,
+                         leader_epoch=0, partition_epoch=0))
+    image, _ = apply_delta(EMPTY_IMAGE, setup, offset=7, epoch=2)
+    change = rec(9, PARTITION_CHANGE_RECORD, partition_id=1, topic_id=T, replicas=[2, 3], isr=[2, 3], leader=2)
+    delta = Delta(9, 1_700_000_000_123, 2, (change,), 3000)
+    _image, sends = propagate_delta(image, delta, ReplayOptions(ibp=ibp))
+    return delta, sends
+
+
+def test_the_schema_has_exactly_the_contract_columns() -> None:
+    assert [(f.name, str(f.type), f.nullable) for f in REQUEST_SCHEMA] == [
+        ("delta", "int64", False), ("timestamp", "int64", False), ("broker", "int32", False),
+        ("seq", "int64", False), ("api_key", "int16", False), ("api_version", "int16", False),
+        ("controller_id", "int32", False), ("controller_epoch", "int32", False), ("update_type", "int8", True),
+        ("partitions", "int32", False), ("bytes", "int64", False), ("sha256", "string", False),
+        ("dropped", "bool", False), ("frame", "binary", True),
+    ]
+
+
+@pytest.mark.parametrize("ibp", [None, MetadataVersion.IBP_2_8_IV1])
+def test_each_row_describes_its_own_frame(ibp: MetadataVersion | None) -> None:
+    delta, sends = sends_and_delta(ibp)
+    assert [(s.request.api_key, s.broker) for s in sends] == [(4, 2), (4, 3), (6, 1), (6, 2), (6, 3), (5, 1)]
+    rows = [request_row(delta, s, seq, with_frames=True) for seq, s in enumerate(sends, start=40)]
+    for row, send in zip(rows, sends, strict=True):
+        frame = row["frame"]
+        assert row["bytes"] == len(frame) and row["sha256"] == hashlib.sha256(frame).hexdigest()
+        d = decode_request(frame[4:])
+        assert d.header.correlation_id == row["seq"] and d.header.client_id == "3000" == str(row["controller_id"])
+        assert (row["delta"], row["timestamp"], row["broker"]) == (9, 1_700_000_000_123, send.broker)
+        assert (row["api_key"], row["api_version"]) == (d.header.request_api_key, d.header.request_api_version)
+        assert row["controller_epoch"] == d.body.controller_epoch == 2
+        states = [s for t in d.body.topic_states for s in t.partition_states]
+        assert row["partitions"] == len(states) == partition_count(send)
+        has_type = (row["api_key"] == 4 and row["api_version"] >= 5) or (row["api_key"] == 6 and row["api_version"] >= 8)
+        assert row["update_type"] == (d.body.type if has_type else None)
+        assert row["dropped"] is False
+    if ibp is None:
+        assert [r["update_type"] for r in rows] == [1, 1, 1, 1, 1, None]
+    else:
+        assert [r["update_type"] for r in rows] == [1, 1, None, None, None, None]
+    table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
+    assert table.num_rows == 6 and table.column("partitions").to_pylist() == [1, 1, 1, 1, 1, 1]
+    assert request_row(delta, sends[0], 0)["frame"] is None
+
+
+def test_a_dropped_request_has_no_row() -> None:
+    delta, sends = sends_and_delta()
+    dropped = Send(sends[0].broker, sends[0].request, True)
+    with pytest.raises(ValueError, match="dropped"):
+        request_row(delta, dropped, 0)
