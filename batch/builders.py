@@ -3,23 +3,26 @@
 Rules: like Kafka's AbstractControlRequest.Builder subclasses (LAIRq, UMRq, SRRq `build`),
 each builder holds what the batch decided and builds the request at its pinned version.
 `build(broker_epoch)` gives the message object (the reference, field for field as Kafka
-builds it). `encoded()` gives the body bytes with the broker epoch of the first recipient, for
-sharing among brokers: only the 8 epoch bytes at `epoch_offset` differ per broker. LeaderAndIsr
-bodies are assembled from partition states encoded once per send (a state shared by several
-brokers is encoded once); tests check the bytes equal build(epoch).encode(version).
+builds it); `encode_body(broker_epoch, ...)` gives the same bytes as build(epoch).encode(version)
+(tests check it), to be shared among brokers: only the 8 epoch bytes at the layout's
+epoch_offset differ per broker. What depends only on (message, version) is computed once per
+process (`body_layout`). LeaderAndIsr bodies are assembled from pre-encoded parts: each
+partition state encoded once per send (`StateBytes`), so a state sent to several brokers is
+encoded once, and each topic's header (name, id) encoded once per process (`_topic_head`).
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
+from ctrlbatch.context import ZERO_UUID, SecurityProtocol
 from ctrlbatch.requests import (
-    ZERO_UUID,
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
@@ -35,10 +38,72 @@ from ctrlbatch.requests import (
     UpdateMetadataRequest,
     UpdateMetadataTopicState,
 )
-from ctrlbatch.requests.layout import array_count, fixed_offset, struct_encoder
+from ctrlbatch.requests.apis import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
+from ctrlbatch.requests.layout import (
+    array_count,
+    fixed_offset,
+    no_tagged_fields,
+    struct_encoder,
+    without_empty_last_array,
+)
 from ctrlbatch.requests.model import Message
 
-_EPOCH = struct.Struct(">q")
+_EPOCH = struct.Struct(">q")  # BrokerEpoch is an int64 in every control request
+_TOPIC_HEADS = 16384  # topic headers remembered (a failover batch of 200,000 partitions has 4,000 topics)
+
+
+@attrs.frozen
+class BodyLayout:
+    """What a body of `message` at `version` looks like, whatever its content (computed once)."""
+
+    message: type[Message]
+    version: int
+    flexible: bool
+    epoch_offset: int | None
+    """Where BrokerEpoch sits (every field before it is fixed-width), None below its first version."""
+
+
+@functools.cache
+def body_layout(message: type[Message], version: int) -> BodyLayout:
+    epoch_offset = None
+    if version in message.MESSAGE.field("BrokerEpoch").versions:
+        epoch_offset = fixed_offset(message.SPEC, version, "BrokerEpoch")
+    return BodyLayout(message, version, message.is_flexible(version), epoch_offset)
+
+
+@attrs.frozen
+class _LeaderAndIsrLayout:
+    """LeaderAndIsr at one version, for assembling bodies from pre-encoded parts."""
+
+    body: BodyLayout
+    states_field: str
+    """TopicStates (v2+, grouped by topic) or UngroupedPartitionStates (v0-1)."""
+    states_offset: int
+    """Where that array sits in an envelope encoded without states (fixed-width fields before it)."""
+    empty_array: bytes
+    encode_state: Callable[[LeaderAndIsrPartitionState], bytes]
+    encode_topic: Callable[[LeaderAndIsrTopicState], bytes]
+    topic_tail: bytes
+    """What ends a topic state after its partition states: its tagged-field count when flexible."""
+
+
+@functools.cache
+def _lair_layout(version: int) -> _LeaderAndIsrLayout:
+    grouped = version >= 2
+    field = "TopicStates" if grouped else "UngroupedPartitionStates"
+    offset = fixed_offset(LeaderAndIsrRequest.SPEC, version, field)
+    assert offset is not None, f"LeaderAndIsr v{version}: {field} follows a variable-width field"
+    body = body_layout(LeaderAndIsrRequest, version)
+    encode_topic = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrTopicState", version) if grouped else _no_topics
+    return _LeaderAndIsrLayout(
+        body, field, offset, array_count(0, body.flexible),
+        struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version), encode_topic,
+        no_tagged_fields(body.flexible),
+    )
+
+
+def _no_topics(_topic: LeaderAndIsrTopicState) -> bytes:
+    raise AssertionError("LeaderAndIsr v0-1 has no topic states")
 
 
 def _group_by_topic(states: Sequence[Any]) -> dict[str, list[Any]]:
@@ -61,12 +126,6 @@ def _topic_states(cls: Any, states: Sequence[Any], topic_ids: dict[str, uuid.UUI
     )
 
 
-def epoch_offset(cls: type[Message], version: int) -> int | None:
-    if version not in cls.MESSAGE.field("BrokerEpoch").versions:
-        return None
-    return fixed_offset(cls.SPEC, version, "BrokerEpoch")
-
-
 @attrs.define(slots=True, eq=False)
 class SharedBody:
     """Encoded bytes shared by several brokers' requests, with the broker epoch's place in them."""
@@ -75,14 +134,35 @@ class SharedBody:
     epoch_offset: int | None
 
     def pieces(self, broker_epoch: int) -> list[bytes | memoryview]:
-        if self.epoch_offset is None:
-            return [self.data]
         off = self.epoch_offset
+        if off is None:
+            return [self.data]
         view = memoryview(self.data)
-        return [view[:off], _EPOCH.pack(broker_epoch), view[off + 8 :]]
+        return [view[:off], _EPOCH.pack(broker_epoch), view[off + _EPOCH.size :]]
+
+    def __repr__(self) -> str:
+        return f"SharedBody({len(self.data):,} bytes, epoch at {self.epoch_offset})"
 
 
-@attrs.define(slots=True, eq=False)
+StateBytes = dict[int, bytes]
+"""One send's encoded LeaderAndIsr partition states, each under id(state): the batch holds every
+state until the send ends, so an id names one state meanwhile (a value key would hash all 13
+fields of every state)."""
+
+
+@functools.lru_cache(maxsize=_TOPIC_HEADS)
+def _topic_head(version: int, topic: str, topic_id: uuid.UUID) -> bytes:
+    """A LeaderAndIsr topic state's bytes before its partition states (its name and id)."""
+    empty = LeaderAndIsrTopicState(topic_name=topic, topic_id=topic_id)
+    return without_empty_last_array(_lair_layout(version).encode_topic(empty), LeaderAndIsrRequest.is_flexible(version))
+
+
+def _builder_repr(self: Any) -> str:
+    n = len(getattr(self, "partition_states", getattr(self, "topic_states", ())))
+    return f"{type(self).__name__}(v{self.version}, controller {self.controller_id}, epoch {self.controller_epoch}, {n} entries)"
+
+
+@attrs.define(slots=True, eq=False, repr=False)
 class LeaderAndIsrBuilder:
     version: int
     controller_id: int
@@ -92,7 +172,8 @@ class LeaderAndIsrBuilder:
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...]
     kraft_controller: bool = False
     update_type: int = 0
-    api_key = 4
+    api_key = LEADER_AND_ISR.key
+    __repr__ = _builder_repr
 
     def build(self, broker_epoch: int) -> LeaderAndIsrRequest:
         v = self.version
@@ -102,61 +183,46 @@ class LeaderAndIsrBuilder:
             topic_states = _topic_states(LeaderAndIsrTopicState, self.partition_states, self.topic_ids)
         else:
             ungrouped = tuple(self.partition_states)
-        return LeaderAndIsrRequest(
-            controller_id=self.controller_id,
-            is_k_raft_controller=self.kraft_controller if v >= 7 else False,
-            controller_epoch=self.controller_epoch,
-            broker_epoch=broker_epoch,
-            type=self.update_type if v >= 5 else 0,
-            ungrouped_partition_states=ungrouped,
-            topic_states=topic_states,
-            live_leaders=self.live_leaders,
-        )
+        return attrs.evolve(self.build_no_states(broker_epoch), ungrouped_partition_states=ungrouped, topic_states=topic_states)
 
-    def encode_body(self, broker_epoch: int, memo: dict[Any, bytes]) -> bytes:
-        """The body bytes. memo is shared by the builders of one send: it keeps each state's
-        bytes under id(state) (the batch holds the states meanwhile, so an id names one state)
-        and each topic's header, so a state sent to several brokers is encoded once."""
-        v = self.version
-        flexible = LeaderAndIsrRequest.is_flexible(v)
-        env = self.build_no_states(broker_epoch).encode(v)
-        field = "TopicStates" if v >= 2 else "UngroupedPartitionStates"
-        off = fixed_offset(LeaderAndIsrRequest.SPEC, v, field)
-        assert off is not None
-        empty = 1 if flexible else 4
-        parts: list[bytes] = [env[:off]]
-        ap = parts.append
+    def encode_body(self, broker_epoch: int, state_bytes: StateBytes | None = None) -> bytes:
+        """The body bytes: the envelope (everything but the states, encoded by the codec) with
+        the states array spliced in at its fixed offset; states already in state_bytes (shared
+        by this send's builders) are not encoded again."""
+        version = self.version
+        layout = _lair_layout(version)
+        state_bytes = {} if state_bytes is None else state_bytes
+        flexible = layout.body.flexible
+        env = self.build_no_states(broker_epoch).encode(version)
+        off = layout.states_offset
+        out: list[bytes] = [env[:off]]
+        ap = out.append
+        known = state_bytes.get
+        enc_state = layout.encode_state
         states = self.partition_states
-        enc_state = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", v)
-        memo_get = memo.get
-        if v >= 2:
+        if version >= 2:
             groups = _group_by_topic(states)
             ap(array_count(len(groups), flexible))
-            enc_topic = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrTopicState", v)
-            tail = b"\x00" if flexible else b""
-            cut = empty + len(tail)
+            topic_ids = self.topic_ids
+            tail = layout.topic_tail
             for topic, group in groups.items():
-                head = memo_get(topic)
-                if head is None:
-                    tb = enc_topic(LeaderAndIsrTopicState(topic_name=topic, topic_id=self.topic_ids.get(topic, ZERO_UUID)))
-                    head = memo[topic] = tb[: len(tb) - cut]
-                ap(head)
+                ap(_topic_head(version, topic, topic_ids.get(topic, ZERO_UUID)))
                 ap(array_count(len(group), flexible))
                 for s in group:
-                    b = memo_get(id(s))
+                    b = known(id(s))
                     if b is None:
-                        b = memo[id(s)] = enc_state(s)
+                        b = state_bytes[id(s)] = enc_state(s)
                     ap(b)
                 ap(tail)
         else:
             ap(array_count(len(states), flexible))
             for s in states:
-                b = memo_get(id(s))
+                b = known(id(s))
                 if b is None:
-                    b = memo[id(s)] = enc_state(s)
+                    b = state_bytes[id(s)] = enc_state(s)
                 ap(b)
-        ap(env[off + empty :])
-        return b"".join(parts)
+        ap(env[off + len(layout.empty_array) :])
+        return b"".join(out)
 
     def build_no_states(self, broker_epoch: int) -> LeaderAndIsrRequest:
         """The request without partition states: the envelope they are spliced into."""
@@ -171,10 +237,7 @@ class LeaderAndIsrBuilder:
         )
 
 
-_PLAINTEXT = 0
-
-
-@attrs.define(slots=True, eq=False)
+@attrs.define(slots=True, eq=False, repr=False)
 class UpdateMetadataBuilder:
     version: int
     controller_id: int
@@ -184,7 +247,8 @@ class UpdateMetadataBuilder:
     topic_ids: dict[str, uuid.UUID]
     kraft_controller: bool = False
     update_type: int = 0
-    api_key = 6
+    api_key = UPDATE_METADATA.key
+    __repr__ = _builder_repr
 
     def check_endpoints(self) -> None:
         """UMRq.Builder's endpoint rules for the oldest versions (UMRq:37-78)."""
@@ -193,11 +257,11 @@ class UpdateMetadataBuilder:
             if v == 0:
                 if len(b.endpoints) != 1:
                     raise UnsupportedVersionError("UpdateMetadataRequest v0 requires a single endpoint")
-                if b.endpoints[0].security_protocol != _PLAINTEXT:
+                if b.endpoints[0].security_protocol != SecurityProtocol.PLAINTEXT:
                     raise UnsupportedVersionError("UpdateMetadataRequest v0 only handles PLAINTEXT endpoints")
             elif v < 3:
                 for e in b.endpoints:
-                    if e.listener and e.listener != _DEFAULT_LISTENER.get(e.security_protocol):
+                    if e.listener and e.listener != _default_listener(e.security_protocol):
                         shown = ", ".join(_endpoint_text(x) for x in b.endpoints)
                         raise UnsupportedVersionError(
                             "UpdateMetadataRequest v0-v3 does not support custom listeners, request version: "
@@ -229,18 +293,24 @@ class UpdateMetadataBuilder:
             live_brokers=live,
         )
 
-    def encode_body(self, broker_epoch: int, memo: dict[Any, bytes]) -> bytes:
+    def encode_body(self, broker_epoch: int, state_bytes: StateBytes | None = None) -> bytes:
+        """The body bytes (one body per send: nothing to share between parts)."""
         return self.build(broker_epoch).encode(self.version)
 
 
-_DEFAULT_LISTENER = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+def _default_listener(protocol_id: int) -> str | None:
+    """The listener name a protocol id implies when none is configured (None for an unknown id)."""
+    try:
+        return SecurityProtocol(protocol_id).default_listener_name
+    except ValueError:
+        return None
 
 
 def _endpoint_text(e: Any) -> str:
     return f"UpdateMetadataEndpoint(port={e.port}, host='{e.host}', listener='{e.listener}', securityProtocol={e.security_protocol})"
 
 
-@attrs.define(slots=True, eq=False)
+@attrs.define(slots=True, eq=False, repr=False)
 class StopReplicaBuilder:
     version: int
     controller_id: int
@@ -248,7 +318,8 @@ class StopReplicaBuilder:
     delete_partitions: bool
     topic_states: list[tuple[str, list[StopReplicaPartitionState]]]
     kraft_controller: bool = False
-    api_key = 5
+    api_key = STOP_REPLICA.key
+    __repr__ = _builder_repr
 
     def build(self, broker_epoch: int) -> StopReplicaRequest:
         v = self.version
@@ -274,7 +345,8 @@ class StopReplicaBuilder:
             **kw,
         )
 
-    def encode_body(self, broker_epoch: int, memo: dict[Any, bytes]) -> bytes:
+    def encode_body(self, broker_epoch: int, state_bytes: StateBytes | None = None) -> bytes:
+        """The body bytes (one body per broker: nothing to share between parts)."""
         return self.build(broker_epoch).encode(self.version)
 
 

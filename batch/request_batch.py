@@ -13,19 +13,33 @@ Rules (kafka-controller-batch-semantics.md, cited CCM:line):
 Beyond Kafka: order is fixed (first-add order for partitions and topics, context order for
 brokers; a set argument is taken sorted), and request bodies are encoded once and shared by
 every broker that receives the same content: only the 8 broker-epoch bytes differ.
+The context is any ControllerChannelContext; a context that also offers UpdateMetadataHints
+(ControllerContext does) is read through them. Which one is decided once, at new_batch().
+Public inputs are checked once, at the edge, with TypeError/ValueError naming the parameter;
+the checks are type identity tests, cheap next to the work of an add.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
 
-from ctrlbatch.context import IllegalStateError, MetadataVersion, TopicPartition
+from ctrlbatch.context import (
+    Broker,
+    ControllerChannelContext,
+    IllegalStateError,
+    MetadataVersion,
+    SecurityProtocol,
+    TopicPartition,
+    UpdateMetadataHints,
+    UpdateMetadataView,
+)
 from ctrlbatch.context.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from ctrlbatch.context.replica_assignment import ReplicaAssignment
 from ctrlbatch.requests import (
@@ -45,9 +59,10 @@ from .builders import (
     SharedBody,
     StopReplicaBuilder,
     UpdateMetadataBuilder,
-    epoch_offset,
+    body_layout,
 )
 from .events import (
+    ControllerEvent,
     LeaderAndIsrResponseReceived,
     TopicDeletionStopReplicaResponseReceived,
     UpdateMetadataResponseReceived,
@@ -63,32 +78,20 @@ from .versions import (
 )
 
 _log = logging.getLogger("ctrlbatch.batch")
-# Trusted constructors (no converters): the values below are already tuples and ints.
+# Trusted constructors (no converters; see ctrlbatch.requests.model): the values passed are
+# already tuples and ints, checked at the edge or taken from frozen context values.
 _make_lair_state = LeaderAndIsrPartitionState.make
 _make_umr_state = UpdateMetadataPartitionState.make
 _leader_of = operator.attrgetter("leader")
 STATE_CHANGE_LOGGER = "state.change.logger"
 _NOT_EMPTY = "Controller to broker state change requests batch is not empty while creating a new one. "
-_PLAINTEXT = "PLAINTEXT"
+_NO_BATCH = "new_batch() must be called before {}"
+# UpdateMetadata v0 carries one host/port per broker: the PLAINTEXT listener's (UMRq:37-78).
+_V0_PROTOCOL = SecurityProtocol.PLAINTEXT
+_V0_LISTENER = _V0_PROTOCOL.default_listener_name
 
-
-class _StateChangeLog:
-    """Kafka's StateChangeLogger.withControllerEpoch: a "[Controller id=N epoch=E] " prefix."""
-
-    __slots__ = ("logger", "prefix")
-
-    def __init__(self, logger: logging.Logger, controller_id: int, epoch: int) -> None:
-        self.logger = logger
-        self.prefix = f"[Controller id={controller_id} epoch={epoch}] "
-
-    def info(self, msg: str) -> None:
-        self.logger.info(self.prefix + msg)
-
-    def debug_enabled(self) -> bool:
-        return self.logger.isEnabledFor(logging.DEBUG)
-
-    def debug(self, msg: str) -> None:
-        self.logger.debug(self.prefix + msg)
+MetadataVersionArg = MetadataVersion | str | Callable[[], MetadataVersion]
+ContextArg = ControllerChannelContext | Callable[[], ControllerChannelContext]
 
 
 def _ordered(partitions: Iterable[TopicPartition]) -> Iterable[TopicPartition]:
@@ -98,30 +101,144 @@ def _ordered(partitions: Iterable[TopicPartition]) -> Iterable[TopicPartition]:
     return partitions
 
 
+def _type_name(value: object) -> str:
+    return type(value).__name__
+
+
+def _expect(value: object, cls: type, param: str, what: str) -> None:
+    """The edge check: value must be a cls (by type identity, the cheapest test)."""
+    if type(value) is not cls and not isinstance(value, cls):
+        hint = ""
+        if isinstance(value, LeaderAndIsr) and cls is LeaderIsrAndControllerEpoch:
+            hint = " (wrap it: LeaderIsrAndControllerEpoch(leader_and_isr, controller_epoch))"
+        raise TypeError(f"{param} must be {what}, not {_type_name(value)} {value!r:.80}{hint}")
+
+
+def _broker_targets(broker_ids: Iterable[int], param: str = "broker_ids") -> list[int]:
+    """The ids >= 0 of broker_ids (CCM:421 and the like), checked to be ints first."""
+    if type(broker_ids) is not tuple and type(broker_ids) is not list and (
+        isinstance(broker_ids, str | bytes) or not isinstance(broker_ids, Iterable)
+    ):
+        raise TypeError(f"{param} must be an iterable of int broker ids, not {_type_name(broker_ids)} {broker_ids!r:.80}")
+    try:
+        return [b for b in broker_ids if b >= 0]
+    except TypeError:
+        bad = next((b for b in broker_ids if type(b) is not int), None) if isinstance(broker_ids, Sequence) else None
+        shown = f"{_type_name(bad)} {bad!r:.80}" if bad is not None else "a value that is not an int"
+        raise TypeError(f"{param} must hold int broker ids, not {shown}") from None
+
+
+def _int_tuple(values: Iterable[int], param: str) -> tuple[int, ...]:
+    out = tuple(values)
+    for v in out:
+        if type(v) is not int:
+            raise TypeError(f"{param} must hold int broker ids, not {_type_name(v)} {v!r:.80}")
+    return out
+
+
+def _metadata_version(value: object) -> MetadataVersion | Callable[[], MetadataVersion]:
+    """The metadata_version argument: a MetadataVersion, its version string, or a callable."""
+    if isinstance(value, MetadataVersion) or callable(value):
+        return value
+    if isinstance(value, str):
+        try:
+            return MetadataVersion.from_version_string(value)
+        except ValueError:
+            raise ValueError(
+                f"metadata_version {value!r} is not a metadata version; expected e.g. '3.9-IV0' or '3.9' "
+                f"(from {MetadataVersion.VERSIONS[0].version} to {MetadataVersion.LATEST_TESTING.version})"
+            ) from None
+    raise TypeError(
+        f"metadata_version must be a MetadataVersion, a version string such as '3.9-IV0', or a callable "
+        f"returning one, not {_type_name(value)} {value!r:.80}"
+    )
+
+
+class _ChannelContextHints:
+    """UpdateMetadataHints derived from the ten ControllerChannelContext members, for a context
+    that does not offer them: one code path in the batch whatever the context."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: ControllerChannelContext) -> None:
+        self._ctx = ctx
+
+    @property
+    def broker_membership_version(self) -> int:
+        """Unknown, so never the same twice: the batch re-reads the broker set on every add."""
+        return next(_FRESH)
+
+    def update_metadata_view(self, partition: TopicPartition) -> UpdateMetadataView | None:
+        ctx = self._ctx
+        info = ctx.partition_leadership_info(partition)
+        if info is None:
+            return None
+        replicas = tuple(ctx.partition_replica_assignment(partition))
+        online = ctx.is_replica_online
+        offline = tuple([r for r in replicas if not online(r, partition)])
+        return info, replicas, offline, ctx.is_topic_queued_up_for_deletion(partition.topic)
+
+
+_FRESH = itertools.count()
+
+
+class _StateChangeLog:
+    """Kafka's StateChangeLogger.withControllerEpoch: a "[Controller id=N epoch=E] " prefix.
+    Levels are read once per send, so no log text is built when nobody listens."""
+
+    __slots__ = ("logger", "prefix", "info_enabled", "debug_enabled")
+
+    def __init__(self, logger: logging.Logger, controller_id: int, epoch: int) -> None:
+        self.logger = logger
+        self.prefix = f"[Controller id={controller_id} epoch={epoch}] "
+        self.info_enabled = logger.isEnabledFor(logging.INFO)
+        self.debug_enabled = logger.isEnabledFor(logging.DEBUG)
+
+    def info(self, msg: str) -> None:
+        self.logger.info(self.prefix + msg)
+
+    def debug(self, msg: str) -> None:
+        self.logger.debug(self.prefix + msg)
+
+
 class ControllerBrokerRequestBatch:
-    """Accumulates control requests per broker and sends them in one dispatch."""
+    """Accumulates control requests per broker and sends them in one dispatch.
+
+    controller_id: this controller's broker id. context: a ControllerChannelContext (e.g. a
+    ControllerContext), or a callable returning one, read at each new_batch(). metadata_version:
+    the inter.broker.protocol.version as a MetadataVersion, a version string ("3.9-IV0") or a
+    callable, read at each new_batch(). transport: where requests go (see Transport).
+    """
 
     def __init__(
         self,
         controller_id: int,
-        context: Any,
-        metadata_version: MetadataVersion | Callable[[], MetadataVersion],
+        context: ContextArg,
+        metadata_version: MetadataVersionArg,
         transport: Transport,
         *,
-        on_event: Callable[[Any], None] | None = None,
+        on_event: Callable[[ControllerEvent], None] | None = None,
         kraft_controller: bool = False,
         inter_broker_listener_name: str = "PLAINTEXT",
         state_change_logger: logging.Logger | None = None,
     ) -> None:
+        if type(controller_id) is not int:
+            raise TypeError(f"controller_id must be an int broker id, not {_type_name(controller_id)} {controller_id!r:.80}")
+        if not callable(getattr(transport, "send", None)):
+            raise TypeError(f"transport must have a send(broker_id, request, callback) method, not {_type_name(transport)}")
+        if on_event is not None and not callable(on_event):
+            raise TypeError(f"on_event must be a callable or None, not {_type_name(on_event)}")
+        if not isinstance(inter_broker_listener_name, str):
+            raise TypeError(f"inter_broker_listener_name must be a str, not {_type_name(inter_broker_listener_name)}")
         self.controller_id = controller_id
         self.context_provider = context
-        self.metadata_version_provider = metadata_version
+        self.metadata_version_provider = _metadata_version(metadata_version)
         self.transport = transport
         self.on_event = on_event
-        self.kraft_controller = kraft_controller
+        self.kraft_controller = bool(kraft_controller)
         self.inter_broker_listener_name = inter_broker_listener_name
         self.state_change_logger = state_change_logger or logging.getLogger(STATE_CHANGE_LOGGER)
-        self.events: list[Any] = []
+        self.events: list[ControllerEvent] = []
         """Events received while on_event is None."""
         self.leader_and_isr_request_map: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
         self.stop_replica_request_map: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
@@ -129,20 +246,34 @@ class ControllerBrokerRequestBatch:
         """An insertion-ordered set (dict keys)."""
         self.update_metadata_request_partition_info_map: dict[TopicPartition, UpdateMetadataPartitionState] = {}
         self.update_type = UpdateType.UNKNOWN
-        self.metadata_instance: Any = None
+        self.metadata_instance: ControllerChannelContext | None = None
         self.metadata_version: MetadataVersion | None = None
+        self._hints: UpdateMetadataHints = _ChannelContextHints(_NO_CONTEXT)
+        self._checked_context: object = None  # the last context that passed the protocol checks
         self._membership_seen: object = None
         self._recovery_gate = False
-        self._has_membership_version = False
-        self._update_metadata_view: Callable[[TopicPartition], Any] | None = None
         # Brokers holding an is_new LeaderAndIsr state / a delete StopReplica state: only for
         # them can a later add meet a sticky flag.
         self._lair_new_brokers: set[int] = set()
         self._sr_delete_brokers: set[int] = set()
+        # UpdateMetadata's live-broker list, kept while (context, broker membership, version) stay.
+        self._umr_live_brokers: tuple[object, object, int, tuple[UpdateMetadataBroker, ...]] | None = None
+
+    def __repr__(self) -> str:
+        state = "no batch" if self.metadata_instance is None else f"batch open at {self.metadata_version}"
+        pending = (
+            f"LeaderAndIsr to {len(self.leader_and_isr_request_map)} brokers, "
+            f"StopReplica to {len(self.stop_replica_request_map)}, "
+            f"UpdateMetadata to {len(self.update_metadata_request_broker_set)} "
+            f"({len(self.update_metadata_request_partition_info_map)} partitions)"
+        )
+        return f"<ControllerBrokerRequestBatch controller {self.controller_id}, {state}: {pending}>"
 
     # ------------------------------------------------------------------ lifecycle
 
     def new_batch(self) -> None:
+        """Start a batch: refuse if the last one was not sent or cleared (CCM:400-415), then
+        capture the context and the metadata version for the adds and the send."""
         if self.leader_and_isr_request_map:
             raise IllegalStateError(
                 _NOT_EMPTY + f"Some LeaderAndIsr state changes {scala_map(self.leader_and_isr_request_map)} might be lost "
@@ -157,27 +288,43 @@ class ControllerBrokerRequestBatch:
                 + f"Some UpdateMetadata state changes to brokers {scala_set(self.update_metadata_request_broker_set)} "
                 f"with partition info {scala_map(self.update_metadata_request_partition_info_map)} might be lost "
             )
-        ctx = self.context_provider
-        self.metadata_instance = ctx() if callable(ctx) else ctx
-        mv = self.metadata_version_provider
-        self.metadata_version = mv() if callable(mv) else mv
+        provider = self.context_provider
+        ctx = provider() if callable(provider) else provider
+        mv_provider = self.metadata_version_provider
+        mv = mv_provider if isinstance(mv_provider, MetadataVersion) else mv_provider()
+        if not isinstance(mv, MetadataVersion):
+            raise TypeError(f"metadata_version() must return a MetadataVersion, not {_type_name(mv)} {mv!r:.80}")
+        if ctx is not self._checked_context:
+            self._hints = self._hints_of(ctx)
+            self._checked_context = ctx
+        self.metadata_instance = ctx
+        self.metadata_version = mv
         self._membership_seen = None
-        self._recovery_gate = self.metadata_version.is_at_least(LEADER_RECOVERY_STATE_SINCE)
-        # Optional hints of ControllerContext (any ControllerChannelContext works without them).
-        self._has_membership_version = hasattr(self.metadata_instance, "broker_membership_version")
-        self._update_metadata_view = getattr(self.metadata_instance, "update_metadata_view", None)
-        self._bind(self.metadata_instance)
+        self._recovery_gate = mv.is_at_least(LEADER_RECOVERY_STATE_SINCE)
 
-    def _bind(self, ctx: Any) -> None:
-        """Bound look-ups of the captured context, taken once per batch for the hot adds."""
-        self._leadership_of = ctx.partition_leadership_info
-        self._assignment_of = ctx.partition_replica_assignment
-        self._queued_for_deletion = ctx.is_topic_queued_up_for_deletion
+    @staticmethod
+    def _hints_of(ctx: object) -> UpdateMetadataHints:
+        """The context's own hints, or hints derived from its channel members (checked here,
+        once per context, not per call)."""
+        if not isinstance(ctx, ControllerChannelContext):
+            missing = [
+                m for m in sorted(ControllerChannelContext.__protocol_attrs__)  # type: ignore[attr-defined]
+                if not hasattr(ctx, m)
+            ]
+            raise TypeError(
+                f"context must be a ControllerChannelContext (or a callable returning one); "
+                f"{_type_name(ctx)} lacks {', '.join(missing)}"
+            )
+        if isinstance(ctx, UpdateMetadataHints):
+            return ctx
+        return _ChannelContextHints(ctx)
 
     def set_update_type(self, update_type: UpdateType) -> None:
+        """The Type written in LeaderAndIsr v5+ and UpdateMetadata v8+ of the next send."""
         self.update_type = UpdateType(update_type)
 
     def clear(self) -> None:
+        """Forget everything pending (CCM:417-420), e.g. after a failed send."""
         self.leader_and_isr_request_map.clear()
         self.stop_replica_request_map.clear()
         self.update_metadata_request_broker_set.clear()
@@ -188,10 +335,10 @@ class ControllerBrokerRequestBatch:
         self._lair_new_brokers.clear()
         self._sr_delete_brokers.clear()
 
-    def _ctx(self) -> Any:
+    def _ctx(self, doing: str = "adding requests to the batch") -> ControllerChannelContext:
         ctx = self.metadata_instance
         if ctx is None:
-            raise IllegalStateError("new_batch() must be called before adding requests to the batch")
+            raise IllegalStateError(_NO_BATCH.format(doing))
         return ctx
 
     # ------------------------------------------------------------------ adds
@@ -204,30 +351,41 @@ class ControllerBrokerRequestBatch:
         replica_assignment: ReplicaAssignment,
         is_new: bool,
     ) -> None:
+        """Tell broker_ids (ids < 0 dropped) the partition's leadership (CCM:421-447); is_new
+        stays true for a broker once set in this batch. Also schedules UpdateMetadata of the
+        partition, from the context, to every live-or-shutting-down broker (CCM:446)."""
         ctx = self.metadata_instance
         if ctx is None:
             self._ctx()
+        if type(topic_partition) is not TopicPartition:
+            _expect(topic_partition, TopicPartition, "topic_partition", "a TopicPartition")
+        if type(leader_isr_and_controller_epoch) is not LeaderIsrAndControllerEpoch:
+            _expect(leader_isr_and_controller_epoch, LeaderIsrAndControllerEpoch, "leader_isr_and_controller_epoch",
+                    "a LeaderIsrAndControllerEpoch")
+        if type(replica_assignment) is not ReplicaAssignment:
+            _expect(replica_assignment, ReplicaAssignment, "replica_assignment", "a ReplicaAssignment")
+        if is_new is not True and is_new is not False:
+            raise TypeError(f"is_new must be a bool, not {_type_name(is_new)} {is_new!r:.80}")
+        targets = _broker_targets(broker_ids)
         lai: LeaderAndIsr = leader_isr_and_controller_epoch.leader_and_isr
         state = _make_lair_state(
-            topic_partition.topic,
-            topic_partition.partition,
-            leader_isr_and_controller_epoch.controller_epoch,
-            lai.leader,
-            lai.leader_epoch,
-            lai.isr,  # tuples: LeaderAndIsr and ReplicaAssignment convert on construction
-            lai.partition_epoch,
-            replica_assignment.replicas,
-            replica_assignment.adding_replicas,
-            replica_assignment.removing_replicas,
-            is_new is True or bool(is_new),
-            int(lai.leader_recovery_state) if self._recovery_gate else 0,
-            (),
+            topic_name=topic_partition.topic,
+            partition_index=topic_partition.partition,
+            controller_epoch=leader_isr_and_controller_epoch.controller_epoch,
+            leader=lai.leader,
+            leader_epoch=lai.leader_epoch,
+            isr=lai.isr,  # tuples: LeaderAndIsr and ReplicaAssignment convert on construction
+            partition_epoch=lai.partition_epoch,
+            replicas=replica_assignment.replicas,
+            adding_replicas=replica_assignment.adding_replicas,
+            removing_replicas=replica_assignment.removing_replicas,
+            is_new=is_new,
+            leader_recovery_state=int(lai.leader_recovery_state) if self._recovery_gate else 0,
+            unknown_tagged_fields=(),
         )
         requests = self.leader_and_isr_request_map
         new_brokers = self._lair_new_brokers
-        for broker_id in broker_ids:
-            if broker_id < 0:
-                continue
+        for broker_id in targets:
             if broker_id in requests:
                 inner = requests[broker_id]
             else:
@@ -242,22 +400,28 @@ class ControllerBrokerRequestBatch:
                     continue
             inner[topic_partition] = state
         # CCM:446: always, to every live-or-shutting-down broker, from the context.
-        if self._has_membership_version:
-            version = ctx.broker_membership_version
-            if version != self._membership_seen:
-                self._add_brokers(ctx.live_or_shutting_down_broker_ids)
-                self._membership_seen = version
-        else:
-            self._add_brokers(ctx.live_or_shutting_down_broker_ids)
-        self._add_update_metadata_partition(ctx, topic_partition)
+        version = self._hints.broker_membership_version
+        if version != self._membership_seen:
+            self._add_brokers(ctx.live_or_shutting_down_broker_ids)  # type: ignore[union-attr]
+            self._membership_seen = version
+        self._add_update_metadata_partition(topic_partition)
 
     def add_update_metadata_request_for_brokers(
         self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()
     ) -> None:
-        ctx = self._ctx()
-        self._add_brokers(broker_ids)
-        for tp in _ordered(partitions):
-            self._add_update_metadata_partition(ctx, tp)
+        """Send UpdateMetadata to broker_ids (ids < 0 dropped), even with no partitions, and
+        include each partition's state from the context's leadership (CCM:466-486); a
+        partition without leadership is skipped (logged)."""
+        self._ctx()
+        if isinstance(partitions, TopicPartition | str) or not isinstance(partitions, Iterable):
+            raise TypeError(f"partitions must be an iterable of TopicPartition, not {_type_name(partitions)} {partitions!r:.80}")
+        ordered = list(_ordered(partitions))
+        for tp in ordered:
+            if type(tp) is not TopicPartition:
+                _expect(tp, TopicPartition, "partitions", "TopicPartition values")
+        self._add_brokers(_broker_targets(broker_ids))
+        for tp in ordered:
+            self._add_update_metadata_partition(tp)
 
     def add_update_metadata_request_for_brokers_with_state(
         self,
@@ -277,11 +441,19 @@ class ControllerBrokerRequestBatch:
 
         For callers that know the state already (a replayed log), not from the context."""
         self._ctx()
-        self._add_brokers(broker_ids)
-        self.update_metadata_request_partition_info_map[tp] = _make_umr_state(
-            tp.topic, tp.partition, controller_epoch, leader, leader_epoch, tuple(isr), partition_epoch,
-            tuple(replicas), tuple(offline_replicas), (),
+        _expect(tp, TopicPartition, "tp", "a TopicPartition")
+        for name, value in (("controller_epoch", controller_epoch), ("leader", leader),
+                            ("leader_epoch", leader_epoch), ("partition_epoch", partition_epoch)):
+            if type(value) is not int:
+                raise TypeError(f"{name} must be an int, not {_type_name(value)} {value!r:.80}")
+        state = _make_umr_state(
+            topic_name=tp.topic, partition_index=tp.partition, controller_epoch=controller_epoch, leader=leader,
+            leader_epoch=leader_epoch, isr=_int_tuple(isr, "isr"), zk_version=partition_epoch,
+            replicas=_int_tuple(replicas, "replicas"), offline_replicas=_int_tuple(offline_replicas, "offline_replicas"),
+            unknown_tagged_fields=(),
         )
+        self._add_brokers(_broker_targets(broker_ids))
+        self.update_metadata_request_partition_info_map[tp] = state
 
     def _add_brokers(self, broker_ids: Iterable[int]) -> None:
         brokers = self.update_metadata_request_broker_set
@@ -289,44 +461,40 @@ class ControllerBrokerRequestBatch:
             if b >= 0:
                 brokers[b] = None
 
-    def _add_update_metadata_partition(self, ctx: Any, tp: TopicPartition) -> None:
+    def _add_update_metadata_partition(self, tp: TopicPartition) -> None:
         """CCM:466-486 (a), for one partition: its state from the context's leadership, with
         the offline replicas, and leader -2 (epochs 0) while its topic is queued for deletion."""
-        if self._update_metadata_view is not None:
-            view = self._update_metadata_view(tp)
-            if view is None:
-                _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
-                return
-            info, replicas, offline, queued = view
-        else:
-            info = self._leadership_of(tp)
-            if info is None:
-                _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
-                return
-            replicas = tuple(self._assignment_of(tp))
-            online = ctx.is_replica_online
-            offline = tuple([r for r in replicas if not online(r, tp)])
-            queued = self._queued_for_deletion(tp.topic)
+        view = self._hints.update_metadata_view(tp)
+        if view is None:
+            _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
+            return
+        info, replicas, offline, queued = view
         lai = info.leader_and_isr
         if queued:
             leader, leader_epoch, partition_epoch = LeaderAndIsr.LEADER_DURING_DELETE, 0, 0
         else:
             leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
         self.update_metadata_request_partition_info_map[tp] = _make_umr_state(
-            tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline, ()
+            topic_name=tp.topic, partition_index=tp.partition, controller_epoch=info.controller_epoch, leader=leader,
+            leader_epoch=leader_epoch, isr=lai.isr, zk_version=partition_epoch, replicas=replicas,
+            offline_replicas=offline, unknown_tagged_fields=(),
         )
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], topic_partition: TopicPartition, delete_partition: bool
     ) -> None:
+        """Tell broker_ids (ids < 0 dropped) to stop the replica, deleting it if delete_partition
+        (sticky within a batch); its leader epoch is read from the context now (CCM:449-464)."""
         ctx = self._ctx()
-        state = StopReplicaPartitionState(topic_partition.partition, ctx.leader_epoch(topic_partition), bool(delete_partition))
+        _expect(topic_partition, TopicPartition, "topic_partition", "a TopicPartition")
+        if delete_partition is not True and delete_partition is not False:
+            raise TypeError(f"delete_partition must be a bool, not {_type_name(delete_partition)} {delete_partition!r:.80}")
+        targets = _broker_targets(broker_ids)
+        state = StopReplicaPartitionState(topic_partition.partition, ctx.leader_epoch(topic_partition), delete_partition)
         sticky: StopReplicaPartitionState | None = None
         requests = self.stop_replica_request_map
         delete_brokers = self._sr_delete_brokers
-        for broker_id in broker_ids:
-            if broker_id < 0:
-                continue
+        for broker_id in targets:
             if delete_partition:
                 delete_brokers.add(broker_id)
             inner = requests.get(broker_id)
@@ -344,11 +512,17 @@ class ControllerBrokerRequestBatch:
     # ------------------------------------------------------------------ send
 
     def send_requests_to_brokers(self, controller_epoch: int) -> None:
+        """Send what the batch holds (CCM:742-765): LeaderAndIsr, then UpdateMetadata, then
+        StopReplica, each to live-or-shutting-down brokers only, and clear what was sent. A
+        failure is re-raised as IllegalStateError with its cause; the unsent rest stays."""
+        ctx = self._ctx("send_requests_to_brokers()")
+        if type(controller_epoch) is not int:
+            raise TypeError(f"controller_epoch must be an int, not {_type_name(controller_epoch)} {controller_epoch!r:.80}")
         try:
             log = _StateChangeLog(self.state_change_logger, self.controller_id, controller_epoch)
-            self._send_leader_and_isr(controller_epoch, log)
-            self._send_update_metadata(controller_epoch, log)
-            self._send_stop_replica(controller_epoch, log)
+            self._send_leader_and_isr(ctx, controller_epoch, log)
+            self._send_update_metadata(ctx, controller_epoch, log)
+            self._send_stop_replica(ctx, controller_epoch, log)
             self.update_type = UpdateType.UNKNOWN
         except Exception as e:
             cause = f"{type(e).__name__}: {e}"
@@ -370,65 +544,72 @@ class ControllerBrokerRequestBatch:
                 )
             raise IllegalStateError(cause) from e
 
-    def _send_leader_and_isr(self, controller_epoch: int, log: _StateChangeLog) -> None:
-        ctx = self._ctx()
+    def _send_leader_and_isr(self, ctx: ControllerChannelContext, controller_epoch: int, log: _StateChangeLog) -> None:
         version = leader_and_isr_version(self._mv())
         live_ids = ctx.live_or_shutting_down_broker_ids
         epochs = ctx.live_broker_id_and_epochs
         topic_ids = dict(ctx.topic_ids)  # a snapshot shared by this send's builders
         listener = self.inter_broker_listener_name
         live_brokers = list(ctx.live_or_shutting_down_brokers)
-        leaders_cache: dict[Any, LeaderAndIsrLiveLeader] = {}  # Broker -> its node on the listener
-        offset = epoch_offset(LeaderAndIsrRequest, version)
-        memo: dict[Any, bytes] = {}  # a partition state's bytes, once for all the brokers that get it
-        shared: dict[tuple[int, ...], tuple[LeaderAndIsrBuilder, SharedBody]] = {}
+        nodes: dict[Broker, LeaderAndIsrLiveLeader] = {}  # Broker -> its node on the listener
+        epoch_offset = body_layout(LeaderAndIsrRequest, version).epoch_offset
+        state_bytes: dict[int, bytes] = {}  # each state encoded once for every broker it goes to
+        # Brokers with equal partition-state lists share one builder and body. Candidates are
+        # found by (length, first partition) and confirmed with ==, which compares list items
+        # by identity first: brokers that got the same adds hold the very same state objects.
+        shared: dict[tuple[int, TopicPartition], list[tuple[list[LeaderAndIsrPartitionState], LeaderAndIsrBuilder, SharedBody]]] = {}
         for broker, states in self.leader_and_isr_request_map.items():
-            if broker not in live_ids:
+            if broker not in live_ids or not states:
                 continue
-            leaders = list(map(_leader_of, states.values()))
-            leader_ids = set(leaders)
-            become_leader = leaders.count(broker)
-            if log.debug_enabled():
+            values = list(states.values())
+            if log.debug_enabled:
                 for tp, s in states.items():
                     kind = "become-leader" if s.leader == broker else "become-follower"
                     log.debug(f"Sending {kind} LeaderAndIsr request {struct_text(s)} to broker {broker} for partition {tp}")
-            log.info(
-                f"Sending LeaderAndIsr request to broker {broker} with {become_leader} become-leader and "
-                f"{len(states) - become_leader} become-follower partitions"
-            )
+            leaders = list(map(_leader_of, values))
+            if log.info_enabled:
+                become_leader = leaders.count(broker)
+                log.info(
+                    f"Sending LeaderAndIsr request to broker {broker} with {become_leader} become-leader and "
+                    f"{len(states) - become_leader} become-follower partitions"
+                )
             broker_epoch = epochs[broker]
-            key = tuple(map(id, states.values()))
-            entry = shared.get(key)
-            if entry is None:
+            candidates = shared.setdefault((len(values), next(iter(states))), [])
+            found = next((c for c in candidates if c[0] == values), None)
+            if found is not None:
+                builder, body = found[1], found[2]
+            else:
                 # CCM:544-546: a set of Nodes, one per live Broker value whose id leads here
                 # (two registrations of one id give two nodes unless they are equal).
+                leader_ids = set(leaders)
                 live_leaders: dict[LeaderAndIsrLiveLeader, None] = {}
                 for b in live_brokers:
                     if b.id in leader_ids:
-                        node = leaders_cache.get(b)
+                        node = nodes.get(b)
                         if node is None:
                             n = b.node(listener)
-                            node = leaders_cache[b] = LeaderAndIsrLiveLeader(n.id, n.host, n.port)
+                            node = nodes[b] = LeaderAndIsrLiveLeader(broker_id=n.id, host_name=n.host, port=n.port)
                         live_leaders[node] = None
                 builder = LeaderAndIsrBuilder(
-                    version, self.controller_id, controller_epoch, list(states.values()),
+                    version, self.controller_id, controller_epoch, values,
                     topic_ids, tuple(live_leaders), self.kraft_controller, int(self.update_type),
                 )
-                entry = shared[key] = (builder, SharedBody(builder.encode_body(broker_epoch, memo), offset))
+                body = SharedBody(builder.encode_body(broker_epoch, state_bytes), epoch_offset)
+                candidates.append((values, builder, body))
             callback = functools.partial(self._handle_leader_and_isr_response, broker)
-            self.transport.send(broker, OutboundRequest(entry[0], broker_epoch, entry[1]), callback)
+            self.transport.send(broker, OutboundRequest(builder, broker_epoch, body), callback)
         self.leader_and_isr_request_map.clear()
         self._lair_new_brokers.clear()
 
-    def _send_update_metadata(self, controller_epoch: int, log: _StateChangeLog) -> None:
-        ctx = self._ctx()
+    def _send_update_metadata(self, ctx: ControllerChannelContext, controller_epoch: int, log: _StateChangeLog) -> None:
         partitions = self.update_metadata_request_partition_info_map
-        log.info(
-            f"Sending UpdateMetadata request to brokers {scala_set(self.update_metadata_request_broker_set)} "
-            f"for {len(partitions)} partitions"
-        )
+        if log.info_enabled:
+            log.info(
+                f"Sending UpdateMetadata request to brokers {scala_set(self.update_metadata_request_broker_set)} "
+                f"for {len(partitions)} partitions"
+            )
         version = update_metadata_version(self._mv())
-        live_brokers = tuple(self._update_metadata_broker(b, version) for b in ctx.live_or_shutting_down_brokers)
+        live_brokers = self._update_metadata_live_brokers(ctx, version)
         live_ids = ctx.live_or_shutting_down_broker_ids
         destinations = [b for b in self.update_metadata_request_broker_set if b in live_ids]
         if destinations:
@@ -440,7 +621,8 @@ class ControllerBrokerRequestBatch:
                 version, self.controller_id, controller_epoch, states, live_brokers,
                 {t: topic_ids[t] for t in topics if t in topic_ids}, self.kraft_controller, int(self.update_type),
             )
-            body = SharedBody(builder.encode_body(epochs[destinations[0]], {}), epoch_offset(UpdateMetadataRequest, version))
+            layout = body_layout(UpdateMetadataRequest, version)
+            body = SharedBody(builder.encode_body(epochs[destinations[0]]), layout.epoch_offset)
             for broker in destinations:
                 callback = functools.partial(self._handle_update_metadata_response, broker)
                 self.transport.send(broker, OutboundRequest(builder, epochs[broker], body), callback)
@@ -448,45 +630,42 @@ class ControllerBrokerRequestBatch:
         partitions.clear()
         self._membership_seen = None
 
-    @staticmethod
-    def _update_metadata_broker(broker: Any, version: int) -> UpdateMetadataBroker:
-        endpoints: tuple[UpdateMetadataEndpoint, ...]
-        if version == 0:
-            node = broker.node(_PLAINTEXT)
-            endpoints = (UpdateMetadataEndpoint(port=node.port, host=node.host, listener=_PLAINTEXT, security_protocol=0),)
-        else:
-            endpoints = tuple(
-                UpdateMetadataEndpoint(port=e.port, host=e.host, listener=e.listener_name, security_protocol=int(e.security_protocol))
-                for e in broker.endpoints
-            )
-        return UpdateMetadataBroker(id=broker.id, endpoints=endpoints, rack=broker.rack)
+    def _update_metadata_live_brokers(self, ctx: ControllerChannelContext, version: int) -> tuple[UpdateMetadataBroker, ...]:
+        """UpdateMetadata's live brokers, in the context's order; rebuilt only when the broker
+        membership (UpdateMetadataHints) or the version changed since the last send."""
+        membership = self._hints.broker_membership_version
+        kept = self._umr_live_brokers
+        if kept is not None and kept[0] is ctx and kept[1] == membership and kept[2] == version:
+            return kept[3]
+        live = tuple(_update_metadata_broker(b, version) for b in ctx.live_or_shutting_down_brokers)
+        self._umr_live_brokers = (ctx, membership, version, live)
+        return live
 
-    def _send_stop_replica(self, controller_epoch: int, log: _StateChangeLog) -> None:
-        ctx = self._ctx()
+    def _send_stop_replica(self, ctx: ControllerChannelContext, controller_epoch: int, log: _StateChangeLog) -> None:
         version = stop_replica_version(self._mv())
         live_ids = ctx.live_or_shutting_down_broker_ids
         epochs = ctx.live_broker_id_and_epochs
-        offset = epoch_offset(StopReplicaRequest, version)
+        epoch_offset = body_layout(StopReplicaRequest, version).epoch_offset
         for broker, states in self.stop_replica_request_map.items():
             if broker not in live_ids:
                 continue
-            if log.debug_enabled():
+            if log.debug_enabled:
                 for tp, s in states.items():
                     log.debug(f"Sending StopReplica request {struct_text(s)} to broker {broker} for partition {tp}")
             broker_epoch = epochs[broker]
+            send = functools.partial(self._send_stop_replica_to, broker, broker_epoch, version, epoch_offset, controller_epoch)
             if version >= 3:
                 log.info(f"Sending StopReplica request for {len(states)} replicas to broker {broker}")
-                deleted = frozenset(tp for tp, s in states.items() if s.delete_partition)
-                self._send_stop_replica_to(broker, broker_epoch, version, offset, controller_epoch, False, states, deleted)
+                send(False, states, functools.partial(_deleted_in, states))
             else:
                 delete = {tp: s for tp, s in states.items() if s.delete_partition}
                 keep = {tp: s for tp, s in states.items() if not s.delete_partition}
                 if delete:
                     log.info(f"Sending StopReplica request (delete = true) for {len(delete)} replicas to broker {broker}")
-                    self._send_stop_replica_to(broker, broker_epoch, version, offset, controller_epoch, True, delete, None)
+                    send(True, delete, _every_partition)
                 if keep:
                     log.info(f"Sending StopReplica request (delete = false) for {len(keep)} replicas to broker {broker}")
-                    self._send_stop_replica_to(broker, broker_epoch, version, offset, controller_epoch, False, keep, False)
+                    send(False, keep, None)
         self.stop_replica_request_map.clear()
         self._sr_delete_brokers.clear()
 
@@ -495,33 +674,35 @@ class ControllerBrokerRequestBatch:
         broker: int,
         broker_epoch: int,
         version: int,
-        offset: int | None,
+        epoch_offset: int | None,
         controller_epoch: int,
         delete: bool,
         states: dict[TopicPartition, StopReplicaPartitionState],
-        deleted: frozenset[TopicPartition] | None | bool,
+        is_partition_deleted: Callable[[TopicPartition], bool] | None,
     ) -> None:
-        """deleted: the partitions the callback counts as deleted (v3+), None for all (the delete
-        request below v3), False for no callback (the non-delete request below v3)."""
+        """is_partition_deleted: which partitions the response callback counts as deleted, as
+        Kafka's callback takes it (CCM:657-670); None sends without a callback."""
         groups: dict[str, list[StopReplicaPartitionState]] = {}
         for tp, s in states.items():
             groups.setdefault(tp.topic, []).append(s)
         builder = StopReplicaBuilder(version, self.controller_id, controller_epoch, delete, list(groups.items()), self.kraft_controller)
-        body = SharedBody(builder.encode_body(broker_epoch, {}), offset)
+        body = SharedBody(builder.encode_body(broker_epoch), epoch_offset)
         callback = None
-        if deleted is None or isinstance(deleted, frozenset):
-            callback = functools.partial(self._handle_stop_replica_response, broker, deleted, self.metadata_instance)
+        if is_partition_deleted is not None:
+            callback = functools.partial(
+                self._handle_stop_replica_response, broker, is_partition_deleted, self.metadata_instance
+            )
         self.transport.send(broker, OutboundRequest(builder, broker_epoch, body), callback)
 
     def _mv(self) -> MetadataVersion:
         mv = self.metadata_version
         if mv is None:
-            raise IllegalStateError("new_batch() must be called before sending the batch")
+            raise IllegalStateError(_NO_BATCH.format("send_requests_to_brokers()"))
         return mv
 
     # ------------------------------------------------------------------ responses
 
-    def _emit(self, event: Any) -> None:
+    def _emit(self, event: ControllerEvent) -> None:
         if self.on_event is None:
             self.events.append(event)
         else:
@@ -534,15 +715,55 @@ class ControllerBrokerRequestBatch:
         self._emit(UpdateMetadataResponseReceived(response, broker_id))
 
     def _handle_stop_replica_response(
-        self, broker_id: int, deleted: frozenset[TopicPartition] | None, ctx_at_send: Any, response: Any
+        self,
+        broker_id: int,
+        is_partition_deleted: Callable[[TopicPartition], bool],
+        ctx_at_send: ControllerChannelContext | None,
+        response: Any,
     ) -> None:
         """CCM:657-670: keep partitions whose topic deletion has started (read now, not at send)
         and that were deleted in this request; an event only if any are left (CCM:353-357)."""
         ctx = self.metadata_instance if self.metadata_instance is not None else ctx_at_send
+        assert ctx is not None
         errors: dict[TopicPartition, int] = {}
         for pe in response.partition_errors:
             tp = TopicPartition(pe.topic_name, pe.partition_index)
-            if ctx.is_topic_deletion_in_progress(pe.topic_name) and (deleted is None or tp in deleted):
+            if ctx.is_topic_deletion_in_progress(pe.topic_name) and is_partition_deleted(tp):
                 errors[tp] = pe.error_code
         if errors:
             self._emit(TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, errors))
+
+
+def _update_metadata_broker(broker: Broker, version: int) -> UpdateMetadataBroker:
+    """UpdateMetadata's entry for a live broker (CCM:591-605): every endpoint, or below v1 the
+    PLAINTEXT one."""
+    endpoints: tuple[UpdateMetadataEndpoint, ...]
+    if version == 0:
+        node = broker.node(_V0_LISTENER)
+        endpoints = (
+            UpdateMetadataEndpoint(port=node.port, host=node.host, listener=_V0_LISTENER, security_protocol=int(_V0_PROTOCOL)),
+        )
+    else:
+        endpoints = tuple(
+            UpdateMetadataEndpoint(port=e.port, host=e.host, listener=e.listener_name, security_protocol=int(e.security_protocol))
+            for e in broker.endpoints
+        )
+    return UpdateMetadataBroker(id=broker.id, endpoints=endpoints, rack=broker.rack)
+
+
+def _deleted_in(states: dict[TopicPartition, StopReplicaPartitionState], tp: TopicPartition) -> bool:
+    """v3+: a partition counts as deleted when this request deleted it."""
+    s = states.get(tp)
+    return s is not None and s.delete_partition
+
+
+def _every_partition(_tp: TopicPartition) -> bool:
+    """Below v3, the delete request: every partition it carries was deleted."""
+    return True
+
+
+class _NoContext:
+    """Stands for the context before the first new_batch(); never read."""
+
+
+_NO_CONTEXT: Any = _NoContext()

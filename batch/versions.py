@@ -2,10 +2,13 @@
 
 Rules: tables of (lowest IBP, version), newest first, as in ControllerChannelManager.scala
 (LeaderAndIsr CCM:517-525, UpdateMetadata CCM:581-590, StopReplica CCM:650-655); the first
-row the IBP is at least wins. Plus the IBP gates that change a request's content.
+row the IBP is at least wins (looked up once per metadata version). Plus the IBP gates that
+change a request's content.
 """
 
 from __future__ import annotations
+
+import functools
 
 from ctrlbatch.context import MetadataVersion as MV
 
@@ -46,13 +49,16 @@ def _pick(table: tuple[tuple[MV, int], ...], mv: MV) -> int:
     return 0
 
 
+@functools.cache
 def leader_and_isr_version(mv: MV) -> int:
     return _pick(LEADER_AND_ISR_VERSIONS, mv)
 
 
+@functools.cache
 def update_metadata_version(mv: MV) -> int:
     return _pick(UPDATE_METADATA_VERSIONS, mv)
 
 
+@functools.cache
 def stop_replica_version(mv: MV) -> int:
     return _pick(STOP_REPLICA_VERSIONS, mv)

@@ -6,7 +6,7 @@ and hashable; ``ControllerContext`` is the one mutable store and implements the 
 """
 
 from .broker import Broker, EndPoint, Node
-from .channel_context import ControllerChannelContext
+from .channel_context import ControllerChannelContext, UpdateMetadataHints, UpdateMetadataView
 from .controller_context import (
     INITIAL_CONTROLLER_EPOCH,
     INITIAL_CONTROLLER_EPOCH_ZK_VERSION,
@@ -38,5 +38,7 @@ __all__ = [
     "ReplicaAssignment",
     "SecurityProtocol",
     "TopicPartition",
+    "UpdateMetadataHints",
+    "UpdateMetadataView",
     "kafka_uuid_string",
 ]

@@ -1,7 +1,8 @@
 """Brokers as the controller sees them: id, ordered endpoints, optional rack.
 
 Rules:
-- ``EndPoint`` is one listener of a broker: (host, port, listener name, security protocol).
+- ``EndPoint`` is one listener of a broker: (host, port, listener name, security protocol); the
+  protocol may be given as a member, its id or its name ("PLAINTEXT").
 - ``Node`` is Kafka's ``org.apache.kafka.common.Node`` (id, host, port, rack): what a broker looks
   like on one listener, as used for LeaderAndIsr's live leaders.
 - ``Broker`` keeps its endpoints in the given order (UpdateMetadata v1+ sends them in that order) and
@@ -22,6 +23,10 @@ from .security_protocol import SecurityProtocol
 __all__ = ["Broker", "EndPoint", "Node"]
 
 
+def _to_protocol(value: SecurityProtocol | int | str) -> SecurityProtocol:
+    return SecurityProtocol.of(value)
+
+
 @attrs.frozen
 class EndPoint:
     """One listener of a broker."""
@@ -29,12 +34,12 @@ class EndPoint:
     host: str
     port: int
     listener_name: str
-    security_protocol: SecurityProtocol = attrs.field(converter=SecurityProtocol)
+    security_protocol: SecurityProtocol = attrs.field(converter=_to_protocol)
 
     @classmethod
-    def with_default_listener(cls, host: str, port: int, security_protocol: SecurityProtocol) -> EndPoint:
+    def with_default_listener(cls, host: str, port: int, security_protocol: SecurityProtocol | int | str) -> EndPoint:
         """An endpoint whose listener is named after its protocol, as in a default Kafka config."""
-        protocol = SecurityProtocol(security_protocol)
+        protocol = SecurityProtocol.of(security_protocol)
         return cls(host, port, protocol.default_listener_name, protocol)
 
 

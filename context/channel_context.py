@@ -7,6 +7,9 @@ Rules:
   must not copy on each call (the batch calls some of them once per partition).
 - ``live_or_shutting_down_brokers`` iterates in the implementation's broker order; the batch emits
   UpdateMetadata's live-broker list in that order.
+- ``UpdateMetadataHints`` is optional and beyond Kafka: two members a context may offer so the
+  batch reads less per LeaderAndIsr add (``ControllerContext`` does). The batch checks for it
+  once per ``new_batch`` and otherwise derives the same answers from the ten members above.
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from .broker import Broker
 from .leader_and_isr import LeaderIsrAndControllerEpoch
 from .topic_partition import TopicPartition
 
-__all__ = ["ControllerChannelContext"]
+__all__ = ["ControllerChannelContext", "UpdateMetadataHints", "UpdateMetadataView"]
 
 
 @runtime_checkable
@@ -69,4 +72,25 @@ class ControllerChannelContext(Protocol):
 
     def partition_leadership_info(self, partition: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
         """The cached leadership of ``partition``, if any."""
+        ...
+
+
+UpdateMetadataView: TypeAlias = tuple[LeaderIsrAndControllerEpoch, tuple[int, ...], tuple[int, ...], bool]
+"""(leadership, replicas, offline replicas, topic queued for deletion): what an UpdateMetadata
+partition state is built from (kafka-controller-batch-semantics.md §6 (a))."""
+
+
+@runtime_checkable
+class UpdateMetadataHints(Protocol):
+    """Optional, beyond Kafka: shortcuts for the batch's per-partition UpdateMetadata reads."""
+
+    @property
+    def broker_membership_version(self) -> int:
+        """Changes whenever the live-or-shutting-down broker set changes (so an unchanged set
+        need not be re-added to the UpdateMetadata destinations on every LeaderAndIsr add)."""
+        ...
+
+    def update_metadata_view(self, partition: TopicPartition) -> UpdateMetadataView | None:
+        """All of an UpdateMetadata partition state's inputs in one call; None without leadership.
+        Must equal what the ten ControllerChannelContext members give."""
         ...

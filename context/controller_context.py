@@ -17,14 +17,20 @@ Rules:
   while iterating a view is the caller's problem, as with any dict.
 - Everything is picklable (the context ships to Spark executors); views are built per call and
   never stored.
+- Beyond Kafka: ``add_topic`` sets up a topic (id, assignments, leadership) in one call, and the
+  ``UpdateMetadataHints`` (``broker_membership_version``, ``update_metadata_view``) let the batch
+  read one partition's UpdateMetadata inputs in one call.
+- Mutators that take brokers check their arguments (a wrong type names the parameter); the
+  per-partition setters do not, since they run once per partition and take frozen values.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from .broker import Broker
 from .errors import IllegalStateError
@@ -32,6 +38,9 @@ from .leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from .replica_assignment import ReplicaAssignment
 from .topic_partition import TopicPartition
 from .uuids import kafka_uuid_string
+
+if TYPE_CHECKING:
+    from .channel_context import UpdateMetadataView
 
 __all__ = ["ControllerContext", "INITIAL_CONTROLLER_EPOCH", "INITIAL_CONTROLLER_EPOCH_ZK_VERSION"]
 
@@ -81,16 +90,27 @@ class ControllerContext:
         # re-adding an unchanged broker set on every LeaderAndIsr add (an optional hint).
         self.broker_membership_version: int = 0
 
+    def __repr__(self) -> str:
+        return (
+            f"<ControllerContext epoch {self.epoch}: {len(self._live_broker_epochs)} live brokers"
+            f" ({len(self.shutting_down_broker_ids)} shutting down), {len(self._all_topics)} topics,"
+            f" {sum(map(len, self._partition_assignments.values()))} partitions assigned,"
+            f" {len(self._partition_leadership_info)} with leaders,"
+            f" {len(self._topics_to_be_deleted)} topics queued for deletion>"
+        )
+
     # ---------------------------------------------------------------- brokers
 
     def set_live_brokers(self, broker_and_epochs: Mapping[Broker, int]) -> None:
         """Replace the live brokers and their epochs with ``broker_and_epochs``, in its order."""
+        _check_brokers(broker_and_epochs, "set_live_brokers")
         self._live_brokers.clear()
         self._live_broker_epochs.clear()
         self.add_live_brokers(broker_and_epochs)
 
     def add_live_brokers(self, broker_and_epochs: Mapping[Broker, int]) -> None:
         """Add brokers (after the existing ones) and record their epochs."""
+        _check_brokers(broker_and_epochs, "add_live_brokers")
         self.broker_membership_version += 1
         for broker, broker_epoch in broker_and_epochs.items():
             self._live_brokers[broker] = None
@@ -152,28 +172,20 @@ class ControllerContext:
 
     # ------------------------------------------------------ offline log dirs
 
-    def update_metadata_view(
-        self, partition: TopicPartition
-    ) -> tuple[LeaderIsrAndControllerEpoch, tuple[int, ...], tuple[int, ...], bool] | None:
-        """What an UpdateMetadata partition state is built from, in one call (an optional hint
-        the batch uses): (leadership, replicas, offline replicas, topic queued for deletion),
-        or None when the partition has no leadership."""
+    def update_metadata_view(self, partition: TopicPartition) -> UpdateMetadataView | None:
+        """What an UpdateMetadata partition state is built from, in one call (UpdateMetadataHints,
+        which the batch uses): (leadership, replicas, offline replicas, topic queued for
+        deletion), or None when the partition has no leadership."""
         info = self._partition_leadership_info.get(partition)
         if info is None:
             return None
         assignment = self._partition_assignments.get(partition.topic, _NO_ASSIGNMENTS).get(partition.partition)
         replicas = () if assignment is None else assignment.replicas
-        live = self._live_broker_epochs
-        if not self.shutting_down_broker_ids and not self._replicas_on_offline_dirs:
-            offline = tuple([r for r in replicas if r not in live])
-        else:
-            online = self.is_replica_online
-            offline = tuple([r for r in replicas if not online(r, partition)])
-        return info, replicas, offline, partition.topic in self._topics_to_be_deleted
+        return info, replicas, self.offline_replicas(partition, replicas), partition.topic in self._topics_to_be_deleted
 
     def offline_replicas(self, partition: TopicPartition, replicas: Iterable[int]) -> tuple[int, ...]:
         """The replicas r of ``partition`` for which ``is_replica_online(r, partition)`` is false,
-        in order: one call instead of one per replica (an optional hint the batch uses)."""
+        in order: one call instead of one per replica (``update_metadata_view`` uses it)."""
         live = self._live_broker_epochs
         if not self.shutting_down_broker_ids and not self._replicas_on_offline_dirs:
             return tuple([r for r in replicas if r not in live])
@@ -195,6 +207,45 @@ class ControllerContext:
         return MappingProxyType(self._replicas_on_offline_dirs)
 
     # ----------------------------------------------------------------- topics
+
+    def add_topic(
+        self,
+        topic: str,
+        replicas: Sequence[Sequence[int]],
+        *,
+        topic_id: uuid.UUID | None = None,
+        controller_epoch: int | None = None,
+        leader_epoch: int = LeaderAndIsr.INITIAL_LEADER_EPOCH,
+        partition_epoch: int = LeaderAndIsr.INITIAL_PARTITION_EPOCH,
+    ) -> list[TopicPartition]:
+        """Add a topic in one call: partition i gets the replica list ``replicas[i]``, and
+        leadership as a new topic has it (leader = first replica, ISR = all replicas, the given
+        epochs, written by ``controller_epoch``, this context's epoch by default). The topic id
+        is ``topic_id`` or a random one. Returns the partitions, in order.
+
+            ctx.add_topic("orders", [[1, 2, 3], [2, 3, 1]])
+        """
+        if not isinstance(topic, str) or not topic:
+            raise TypeError(f"add_topic: topic must be a non-empty str, not {topic!r:.80}")
+        if isinstance(replicas, str) or not isinstance(replicas, Sequence):
+            raise TypeError(f"add_topic: replicas must be a list of replica lists (one per partition), not {replicas!r:.80}")
+        lists = []
+        for i, r in enumerate(replicas):
+            ids = tuple(r) if isinstance(r, Iterable) and not isinstance(r, str) else None
+            if not ids or any(type(b) is not int or b < 0 for b in ids):
+                raise ValueError(f"add_topic: replicas[{i}] must be a non-empty list of broker ids (ints >= 0), not {r!r:.80}")
+            lists.append(ids)
+        epoch = self.epoch if controller_epoch is None else controller_epoch
+        self._all_topics.add(topic)
+        self.add_topic_id(topic, uuid.uuid4() if topic_id is None else topic_id)
+        out = []
+        for i, ids in enumerate(lists):
+            tp = TopicPartition(topic, i)
+            self.update_partition_full_replica_assignment(tp, ReplicaAssignment(ids))
+            leadership = LeaderAndIsr(ids[0], ids, leader_epoch, partition_epoch)
+            self._partition_leadership_info[tp] = LeaderIsrAndControllerEpoch(leadership, epoch)
+            out.append(tp)
+        return out
 
     @property
     def all_topics(self) -> AbstractSet[str]:
@@ -383,3 +434,23 @@ class ControllerContext:
         self._live_brokers.clear()
         self._live_broker_epochs.clear()
         self.broker_membership_version += 1
+
+
+def _check_brokers(broker_and_epochs: object, method: str) -> None:
+    """A mapping of Broker to int epoch, or a TypeError naming what is wrong."""
+    if not isinstance(broker_and_epochs, Mapping):
+        raise TypeError(
+            f"{method}: broker_and_epochs must be a mapping of Broker to broker epoch, not "
+            f"{type(broker_and_epochs).__name__}"
+        )
+    for broker, epoch in broker_and_epochs.items():
+        if not isinstance(broker, Broker):
+            raise TypeError(
+                f"{method}: broker_and_epochs must map Broker values to broker epochs; key {broker!r:.80} is a "
+                f"{type(broker).__name__} (e.g. {{Broker({broker!r:.20}, [EndPoint('localhost', 9092, 'PLAINTEXT', "
+                f"'PLAINTEXT')]): 0}})"
+            )
+        if type(epoch) is not int:
+            raise TypeError(
+                f"{method}: the broker epoch of broker {broker.id} must be an int, not {type(epoch).__name__} {epoch!r:.80}"
+            )

@@ -8,6 +8,8 @@ day those APIs join the table.
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from .errors import UnsupportedVersionError
@@ -69,12 +71,14 @@ def _checked(key: int, version: int) -> Api:
     return a
 
 
+@functools.lru_cache(maxsize=1024)
 def request_header_version(key: int, version: int) -> int:
     if (key, version) in _REQUEST_HEADER_V0:
         return 0
     return 2 if _checked(key, version).request.is_flexible(version) else 1
 
 
+@functools.lru_cache(maxsize=1024)
 def response_header_version(key: int, version: int) -> int:
     if key in _RESPONSE_HEADER_V0_KEYS:
         return 0

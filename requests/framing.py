@@ -8,30 +8,47 @@ max_frame_size bytes (Kafka's socket.request.max.bytes, 100 MiB by default).
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import attrs
 
 from .apis import api, request_header_version, response_header_version
-from .errors import DecodeError, UnsupportedVersionError
+from .errors import DecodeError, EncodeError, UnsupportedVersionError
+from .layout import fixed_offset
 from .messages import RequestHeader, ResponseHeader
 from .model import Message
 
-_SIZE = struct.Struct(">i")
-_KEY_VERSION = struct.Struct(">hh")
-DEFAULT_MAX_FRAME_SIZE = 104857600
+_SIZE = struct.Struct(">i")  # a frame starts with its size, an int32 (the size itself not counted)
+_CORRELATION_ID = struct.Struct(">i")  # RequestHeader's CorrelationId is an int32
+_KEY_VERSION = struct.Struct(">hh")  # every request header starts with RequestApiKey, RequestApiVersion (int16s)
+DEFAULT_MAX_FRAME_SIZE = 104857600  # Kafka's socket.request.max.bytes default: 100 MiB
+_HEADER_TEMPLATES = 1024  # (api key, version, client id) combinations remembered
+
+
+@functools.lru_cache(maxsize=_HEADER_TEMPLATES)
+def _request_header_template(api_key: int, api_version: int, client_id: str | None) -> tuple[bytes, bytes]:
+    """A request header's bytes before and after its correlation id, encoded once by the codec:
+    only the correlation id changes from one request to the next."""
+    hv = request_header_version(api_key, api_version)
+    header = RequestHeader(
+        request_api_key=api_key, request_api_version=api_version, correlation_id=0, client_id=client_id
+    ).encode(hv)
+    at = fixed_offset(RequestHeader.SPEC, hv, "CorrelationId")
+    assert at is not None  # two int16s precede it in every header version
+    return header[:at], header[at + _CORRELATION_ID.size :]
 
 
 def request_head(
     api_key: int, api_version: int, correlation_id: int, client_id: str | None, body_size: int
 ) -> bytes:
     """Size prefix plus request header, for a body of body_size bytes."""
-    hv = request_header_version(api_key, api_version)
-    header = RequestHeader(
-        request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id,
-        client_id=client_id,
-    ).encode(hv)
-    return _SIZE.pack(len(header) + body_size) + header
+    before, after = _request_header_template(api_key, api_version, client_id)
+    try:
+        correlation = _CORRELATION_ID.pack(correlation_id)
+    except struct.error as e:
+        raise EncodeError(f"RequestHeader: field CorrelationId: {correlation_id!r} is not an int32 ({e})") from None
+    return b"".join((_SIZE.pack(len(before) + _CORRELATION_ID.size + len(after) + body_size), before, correlation, after))
 
 
 def encode_request_parts(

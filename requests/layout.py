@@ -1,55 +1,39 @@
 """Where things sit in an encoded body, for callers that assemble bodies from shared parts.
 
 Rules: facts derived from the spec only. The batch uses them to encode a partition state once
-and reuse its bytes in every broker's request, to splice a pre-encoded array into an encoded
-envelope, and to patch a broker epoch into a shared body at its fixed offset. Everything here
-is checked against the plain encoder by tests/requests/test_layout.py.
+and reuse its bytes in every broker's request, to splice pre-encoded array elements into an
+encoded envelope, and to patch a broker epoch into a shared body at its fixed offset. The
+batch's tests check every body assembled this way against the plain encoder
+(tests/batch/conftest.py check_wire).
 """
 
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Callable
 from typing import Any
 
-from .errors import EncodeError
 from .model import Message
-from .spec import FIXED, StructSpec
+from .spec import FIXED, StructSpec, iter_structs
 from .wire import uvarint
 
-_I32 = __import__("struct").Struct(">i")
+_I32 = struct.Struct(">i")  # a non-flexible array's length prefix is an int32
 
 
 @functools.cache
 def struct_encoder(cls: type[Message], struct_name: str, version: int) -> Callable[[Any], bytes]:
-    """The generated encoder of one struct of cls at version, on its own."""
-    from .codec import _compile
-    from .gen_encoder import encoder_source
-    from .spec import iter_structs
+    """The encoder of one struct of cls at version, on its own (errors translated by codec.py,
+    as for whole messages)."""
+    from .codec import encoder_for
 
     spec = cls.MESSAGE
     if struct_name == spec.name:
-        st = spec.struct
-    else:
-        st = next(s for s in iter_structs(spec.fields) if s.name == struct_name)
-    fast = _compile(*encoder_source(spec, version, struct_spec=st), f"<ctrlbatch encode {struct_name} of {spec.name} v{version}>")["encode"]
-    checked_ns = _compile(*encoder_source(spec, version, True, st), f"<ctrlbatch encode {struct_name} v{version} checked>")
-
-    def encode(obj: Any) -> bytes:
-        try:
-            return fast(obj)  # type: ignore[no-any-return]
-        except Exception as first:
-            try:
-                checked_ns["encode"](obj)
-            except EncodeError:
-                raise
-            except Exception as e:
-                if type(e).__name__ == "UnsupportedVersionError":
-                    raise
-                raise EncodeError(f"{spec.name} v{version}: field {checked_ns['_at']}: {e}") from e
-            raise EncodeError(f"{spec.name} v{version}: {first}") from first
-
-    return encode
+        return encoder_for(spec, version)
+    st = next((s for s in iter_structs(spec.fields) if s.name == struct_name), None)
+    if st is None:
+        raise KeyError(f"{spec.name} has no struct {struct_name}")
+    return encoder_for(spec, version, st)
 
 
 def array_count(n: int, flexible: bool) -> bytes:
@@ -72,10 +56,16 @@ def fixed_offset(st: StructSpec, version: int, field_name: str) -> int | None:
     raise KeyError(f"{st.name} has no positional field {field_name} at version {version}")
 
 
-def splice_array(
-    envelope: bytes, offset: int, flexible: bool, count: int, elements: list[bytes]
-) -> list[bytes]:
-    """Replace the empty array encoded at offset in envelope by count pre-encoded elements:
-    returns the pieces to join (or to write one after another)."""
-    empty = 1 if flexible else 4
-    return [envelope[:offset], array_count(count, flexible), *elements, envelope[offset + empty :]]
+def no_tagged_fields(flexible: bool) -> bytes:
+    """What ends a struct without tagged fields: in a flexible version their count, 0, as an
+    unsigned varint (KIP-482); nothing in other versions."""
+    return uvarint(0) if flexible else b""
+
+
+def without_empty_last_array(encoded: bytes, flexible: bool) -> bytes:
+    """A struct's bytes before its last positional field, an array, given the struct encoded
+    with that array empty and no tagged fields: the head that pre-encoded elements follow."""
+    end = array_count(0, flexible) + no_tagged_fields(flexible)
+    if not encoded.endswith(end):
+        raise ValueError(f"the struct does not end with an empty array and no tagged fields ({encoded[-8:]!r})")
+    return encoded[: len(encoded) - len(end)]

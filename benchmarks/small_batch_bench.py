@@ -1,0 +1,98 @@
+"""Small-batch speed: the shape the Spark replay and the simulations run millions of times (issue 8).
+
+10 partitions, replication factor 3, 3 brokers, IBP 3.9-IV0. One batch: new_batch, a LeaderAndIsr
+add per partition to its replicas (each piggy-backs UpdateMetadata to every broker), send through
+a transport that keeps the requests, then every frame encoded (size, header, body: 3 LeaderAndIsr
+and 3 UpdateMetadata frames). The context is built once; only the batch is timed.
+
+Peer measured in the same run: the same batches with each frame built the reference way
+(`builder.build(epoch)` then `encode_request`, the codec's generic path) instead of the engine's
+shared bodies, so the ratio shows what the engine's fast path is worth at this size.
+
+Prints batches per second as min / median / max over --runs runs of --batches batches each.
+Target: median >= 10,000 batches/s.
+
+Usage: python benchmarks/small_batch_bench.py [--runs R] [--batches N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+from ctrlbatch.batch import ControllerBrokerRequestBatch, OutboundRequest, RecordingTransport
+from ctrlbatch.batch.scenarios import Cluster, build_context
+from ctrlbatch.context import MetadataVersion
+from ctrlbatch.requests import encode_request
+
+TARGET_PER_S = 10_000
+CLUSTER = Cluster(partitions=10, brokers=3, replication_factor=3, partitions_per_topic=5)
+
+
+def _engine_frames(transport: RecordingTransport) -> int:
+    n = 0
+    for items in transport.sent.values():
+        for request, _ in items:
+            n += len(request.encode(0, "1"))
+    return n
+
+
+def _reference_frames(transport: RecordingTransport) -> int:
+    n = 0
+    for items in transport.sent.values():
+        for request, _ in items:
+            r: OutboundRequest = request
+            n += len(encode_request(r.builder.build(r.broker_epoch), r.version, 0, "1"))
+    return n
+
+
+def run(batches: int, encode_frames: Callable[[RecordingTransport], int]) -> tuple[float, int]:
+    """Batches per second over `batches` batches, and the bytes of the last batch's frames."""
+    ctx, entries = build_context(CLUSTER)
+    transport = RecordingTransport()
+    batch = ControllerBrokerRequestBatch(CLUSTER.controller_id, ctx, MetadataVersion.IBP_3_9_IV0, transport)
+    epoch = CLUSTER.controller_epoch
+    size = 0
+    t0 = time.perf_counter()
+    for _ in range(batches):
+        transport.clear()
+        batch.new_batch()
+        add = batch.add_leader_and_isr_request_for_brokers
+        for tp, leadership, assignment in entries:
+            add(assignment.replicas, tp, leadership, assignment, False)
+        batch.send_requests_to_brokers(epoch)
+        size = encode_frames(transport)
+    return batches / (time.perf_counter() - t0), size
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5, help="timed runs (default: %(default)s)")
+    ap.add_argument("--batches", type=int, default=5_000, help="batches per run (default: %(default)s)")
+    args = ap.parse_args()
+    run(200, _engine_frames)  # warm the codec caches
+    run(200, _reference_frames)
+    engine: list[float] = []
+    reference: list[float] = []
+    for _ in range(args.runs):  # interleaved, so machine load hits both alike
+        rate, size_e = run(args.batches, _engine_frames)
+        engine.append(rate)
+        rate, size_r = run(args.batches, _reference_frames)
+        reference.append(rate)
+    assert size_e == size_r, (size_e, size_r)
+    med_e, med_r = statistics.median(engine), statistics.median(reference)
+    print(f"small batch: {CLUSTER.partitions} partitions, RF {CLUSTER.replication_factor}, {CLUSTER.brokers} brokers, "
+          f"IBP 3.9-IV0, LeaderAndIsr + piggy-backed UpdateMetadata, {size_e:,} frame bytes per batch")
+    print(f"  engine (shared bodies):   min {min(engine):,.0f} / median {med_e:,.0f} / max {max(engine):,.0f} batches/s "
+          f"({1e6 / med_e:.0f} us per batch)")
+    print(f"  reference (build+encode): min {min(reference):,.0f} / median {med_r:,.0f} / max {max(reference):,.0f} batches/s "
+          f"({1e6 / med_r:.0f} us per batch)")
+    print(f"  engine vs reference: {med_e / med_r:.2f}x the batches per second")
+    verdict = "met" if med_e >= TARGET_PER_S else "NOT met"
+    print(f"target: median >= {TARGET_PER_S:,} batches/s: {verdict}")
+
+
+if __name__ == "__main__":
+    main()
