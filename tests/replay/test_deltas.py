@@ -1,0 +1,151 @@
+"""Delta grouping: one delta per data batch, transactions never split (MetadataBatchLoader's
+rules, including its edge cases), control batches only move the KRaft leader, coalescing."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctrlbatch.replay.deltas import group_deltas
+from ctrlbatch.replay.image import MetadataReplayError
+from ctrlbatch.replay.record_classes import control_class, record_class
+from ctrlbatch.replay.records import (
+    ABORT_TRANSACTION_RECORD,
+    BEGIN_TRANSACTION_RECORD,
+    CONFIG_RECORD,
+    END_TRANSACTION_RECORD,
+    LEADER_CHANGE,
+    TOPIC_RECORD,
+    ControlRecord,
+    LogBatch,
+    MetadataRecord,
+)
+
+SAMPLE = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "kraft-single-node"
+needs_sample = pytest.mark.skipif(not (SAMPLE / "__cluster_metadata-0").is_dir(), reason=f"no sample at {SAMPLE}")
+
+BEGIN, END, ABORT, DATA = BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, ABORT_TRANSACTION_RECORD, CONFIG_RECORD
+
+
+def rec(offset: int, type_id: int) -> MetadataRecord:
+    cls = record_class(type_id)
+    assert cls is not None
+    fields: dict[str, Any] = {}
+    if type_id == TOPIC_RECORD:
+        fields = {"name": f"t{offset}", "topic_id": uuid.UUID(int=offset)}
+    return MetadataRecord(offset, type_id, 0, cls(**fields))
+
+
+def batches(*types: list[int], epoch: int = 1) -> list[LogBatch]:
+    """One batch per list of record types, offsets consecutive from 10, timestamp = 1000 + base."""
+    out, offset = [], 10
+    for ts in types:
+        records = tuple(rec(offset + i, t) for i, t in enumerate(ts))
+        last = offset + max(len(ts), 1) - 1
+        out.append(LogBatch(offset, last, epoch, 1000 + offset, False, records, (), 0 if ts else 1, "t", offset))
+        offset = last + 1
+    return out
+
+
+def leader_change(offset: int, leader: int, epoch: int) -> LogBatch:
+    cls = control_class(LEADER_CHANGE)
+    assert cls is not None
+    data = cls(leader_id=leader)
+    return LogBatch(offset, offset, epoch, 0, True, (), (ControlRecord(offset, LEADER_CHANGE, data),), 0, "t", offset)
+
+
+def summary(deltas: Any) -> list[tuple[int, list[int]]]:
+    return [(d.last_offset, [r.offset for r in d.records]) for d in deltas]
+
+
+def test_one_delta_per_data_batch_with_the_provenance_of_its_batch() -> None:
+    bs = batches([DATA, DATA], [], [DATA])  # the empty batch held only NoOps
+    deltas = list(group_deltas(bs))
+    assert summary(deltas) == [(11, [10, 11]), (12, []), (13, [13])]
+    assert [(d.timestamp, d.epoch) for d in deltas] == [(1010, 1), (1012, 1), (1013, 1)]
+
+
+def test_control_batches_make_no_delta_but_set_the_kraft_leader() -> None:
+    data = batches([DATA], [DATA], epoch=4)
+    deltas = list(group_deltas([data[0], leader_change(11, 3, 4), data[1]]))
+    assert [(d.last_offset, d.leader_id) for d in deltas] == [(10, None), (11, 3)]
+
+
+def test_a_transaction_over_several_batches_is_one_delta_without_its_markers() -> None:
+    deltas = list(group_deltas(batches([BEGIN, DATA], [DATA], [DATA, END], [DATA])))
+    assert summary(deltas) == [(14, [11, 12, 13]), (15, [15])]
+    assert deltas[0].timestamp == 1013  # the last batch of the transaction
+
+
+def test_records_before_a_begin_in_the_same_batch_are_published_first() -> None:
+    deltas = list(group_deltas(batches([DATA, DATA, BEGIN, DATA], [END])))
+    # MetadataBatchLoader emits the records before the Begin with the offset of the record before it
+    assert summary(deltas) == [(11, [10, 11]), (14, [13])]
+
+
+def test_a_begin_starting_a_new_batch_after_a_pending_batch_publishes_nothing_extra() -> None:
+    deltas = list(group_deltas(batches([BEGIN], [DATA], [END])))
+    assert summary(deltas) == [(12, [11])]
+
+
+def test_an_aborted_transaction_is_an_empty_delta() -> None:
+    deltas = list(group_deltas(batches([BEGIN, DATA], [DATA], [ABORT], [DATA])))
+    assert summary(deltas) == [(13, []), (14, [14])]
+
+
+def test_records_after_an_abort_in_its_batch_are_published_with_it_as_kafka_does() -> None:
+    deltas = list(group_deltas(batches([BEGIN, DATA], [ABORT, DATA])))
+    assert summary(deltas) == [(13, [11, 13])]
+
+
+@pytest.mark.parametrize(
+    ("types", "message"),
+    [
+        ([[BEGIN, DATA, BEGIN]], r"offset 12 \(BEGIN_TRANSACTION_RECORD v0\): .*already in a transaction"),
+        ([[DATA, END]], r"offset 11 .*EndTransactionRecord without having seen a BeginTransactionRecord"),
+        ([[ABORT]], "AbortTransactionRecord without having seen a BeginTransactionRecord"),
+    ],
+)
+def test_misplaced_transaction_markers_are_errors_naming_the_record(types: list[list[int]], message: str) -> None:
+    with pytest.raises(MetadataReplayError, match=message):
+        list(group_deltas(batches(*types)))
+
+
+def test_coalesce_merges_consecutive_deltas_and_checks_its_argument() -> None:
+    bs = batches([DATA], [DATA, DATA], [], [DATA], [DATA])
+    deltas = list(group_deltas(bs, coalesce=2))
+    assert summary(deltas) == [(12, [10, 11, 12]), (14, [14]), (15, [15])]
+    assert deltas[0].timestamp == 1011
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="coalesce"):
+            list(group_deltas(bs, coalesce=bad))  # type: ignore[arg-type]
+
+
+@given(st.lists(st.lists(st.sampled_from([DATA, TOPIC_RECORD]), max_size=4), max_size=12), st.integers(1, 5))
+def test_without_transactions_deltas_partition_the_records_in_order(types: list[list[int]], n: int) -> None:
+    bs = batches(*types)
+    one = list(group_deltas(bs))
+    assert len(one) == len(bs)
+    assert [r.offset for d in one for r in d.records] == [r.offset for b in bs for r in b.records]
+    merged = list(group_deltas(bs, coalesce=n))
+    assert len(merged) == -(-len(bs) // n)
+    assert [r.offset for d in merged for r in d.records] == [r.offset for b in bs for r in b.records]
+    assert [d.last_offset for d in merged] == [one[min(i * n + n, len(one)) - 1].last_offset for i in range(len(merged))]
+
+
+@needs_sample
+def test_the_sample_has_one_delta_per_data_batch_and_its_bootstrap_transaction_is_one() -> None:
+    from ctrlbatch.replay.sources import open_history
+
+    deltas = list(group_deltas(open_history(str(SAMPLE)).batches()))
+    assert len(deltas) == 4813  # 4,814 batches, one of them the LeaderChange control batch
+    first = deltas[0]
+    assert first.last_offset == 4 and [r.type for r in first.records] == [12, 21]
+    assert all(d.leader_id == 1 and d.epoch == 1 for d in deltas)
+    shutdown = next(d for d in deltas if d.records and d.records[0].offset == 4871)
+    assert shutdown.last_offset == 4925 and len(shutdown.records) == 55
