@@ -136,6 +136,8 @@ class History:
 
     def batches(self) -> Iterator[LogBatch]:
         """The log batches after the snapshot, in offset order, control batches included."""
+        if self.snapshot is not None and self.snapshot.path == self.source:
+            return  # the input is the snapshot itself
         if self.kind in ("jsonl", "dump"):
             it = _text_batches(self.source, self.kind, self.skip_corrupt, self.stats)
         else:
@@ -202,6 +204,12 @@ def open_history(
         kind = detect_kind(src)
         if kind == "checkpoint" and snapshot is None:
             return History(src, kind, Snapshot.from_path(src), [], skip_corrupt)
+        if kind == "dump" and snapshot is None:
+            from .dumplog import snapshot_header
+
+            head = snapshot_header(src)
+            if head is not None:  # the dump of a <end>-<epoch>.checkpoint
+                return History(src, kind, Snapshot(src, *head), [], skip_corrupt)
         m = _SEGMENT.match(os.path.basename(src))
         if kind == "log":
             history = History(

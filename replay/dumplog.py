@@ -1,0 +1,230 @@
+"""kafka-dump-log --cluster-metadata-decoder text output, read as LogBatch values.
+
+Rules (kafka-metadata-log-format.md section 1.2): a batch line (`baseOffset: B lastOffset: L
+count: C ... partitionLeaderEpoch: E ... isControl: X ... CreateTime: T ... isvalid: V`) starts a
+batch; the record lines after it (`| offset: O ... payload: {"type","version","data"}`, or
+` payload: ...` under --skip-record-metadata, where offsets count up from B) are its records.
+Control records print as `controlType: NAME(id)` (the body is not printed: data is None) or
+`SnapshotHeader {json}` / `SnapshotFooter` / `KRaftVersion` / `KRaftVoters`; under
+--skip-record-metadata their lines are empty, so such a control batch has no control_records. `Dumping`, `Log
+starting offset`, `Snapshot end offset` and `KRaft bootstrap snapshot` lines are headers. An
+invalid batch (isvalid: false), a record Kafka could not decode (`Error at ..., skipping.`), a
+batch whose record count differs from `count:`, `Found N invalid bytes` and any other line are
+errors naming the file and line; with skip_corrupt they are counted (a bad batch is dropped whole).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+
+import attrs
+
+from .errors import ReadStats, ReplayInputError
+from .json_convert import JsonRecordError, from_json
+from .jsonl import BatchBuilder, LineError, parse_record
+from .record_classes import CONTROL_VERSION, control_class
+from .records import CONTROL_TYPE_IDS, ControlRecord, LogBatch
+
+_HEADERS = ("Dumping ", "Log starting offset:", "KRaft bootstrap snapshot")
+_SNAPSHOT = re.compile(r"^Snapshot end offset: (\d+), epoch: (\d+)\s*$")
+_RECORD_OFFSET = re.compile(r"^\| offset: (\d+) ")
+_CONTROL_TYPE = re.compile(r" controlType: ([A-Z_]+)\((-?\d+)\)\s*$")
+# kafka-dump-log's renderings of control records with a printed body (DLS:317-328).
+_CONTROL_RENDERINGS = {
+    "SnapshotHeader": "SNAPSHOT_HEADER",
+    "SnapshotFooter": "SNAPSHOT_FOOTER",
+    "KRaftVersion": "KRAFT_VERSION",
+    "KRaftVoters": "KRAFT_VOTERS",
+}
+_CONTROL_BODY = re.compile(r" (SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters) (\{.*\})\s*$")
+
+
+def snapshot_header(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(end offset, epoch) if the dump is of a <end>-<epoch>.checkpoint snapshot, else None."""
+    with open(path, "rb") as fh:
+        for raw in fh:
+            line = raw.decode("utf-8", "replace")
+            m = _SNAPSHOT.match(line)
+            if m:
+                return int(m.group(1)), int(m.group(2))
+            if line.startswith(("baseOffset:", "|", " payload:")):
+                return None
+    return None
+
+
+@attrs.frozen
+class _BatchLine:
+    base: int
+    last: int
+    count: int
+    epoch: int
+    control: bool
+    timestamp: int
+    valid: bool
+
+
+def _batch_line(line: str) -> _BatchLine:
+    tokens = line.split()
+    if len(tokens) % 2:
+        raise LineError("a batch line is pairs of 'key: value'")
+    fields = {k.rstrip(":"): v for k, v in zip(tokens[::2], tokens[1::2], strict=True)}
+    time = fields.get("CreateTime", fields.get("LogAppendTime"))
+    try:
+        if fields.get("magic", "2") != "2":
+            raise LineError(f"record batch magic {fields['magic']} is not supported (only v2)")
+        if fields.get("compresscodec", "none") != "none":
+            raise LineError(
+                f"{fields['compresscodec']}-compressed batch: KRaft metadata batches are never compressed"
+            )
+        return _BatchLine(
+            int(fields["baseOffset"]),
+            int(fields["lastOffset"]),
+            int(fields["count"]),
+            int(fields["partitionLeaderEpoch"]),
+            _bool(fields["isControl"]),
+            int(time) if time is not None else -1,
+            _bool(fields.get("isvalid", "true")),
+        )
+    except KeyError as e:
+        raise LineError(f"the batch line has no {e.args[0]}:") from None
+    except ValueError as e:
+        raise LineError(f"bad number in the batch line ({e})") from None
+
+
+def _bool(text: str) -> bool:
+    if text not in ("true", "false"):
+        raise LineError(f"expected true or false, got {text!r}")
+    return text == "true"
+
+
+def _record(line: str, offset: int) -> ControlRecord | object:
+    """The record of a record line (a MetadataRecord, ControlRecord, or None for a NoOp)."""
+    head, sep, payload = line.partition(" payload: ")
+    if sep:
+        if payload.startswith("Error at "):
+            raise LineError(f"kafka-dump-log could not decode this record: {payload.strip()}")
+        try:
+            doc = json.loads(payload)
+        except json.JSONDecodeError as e:
+            raise LineError(f"invalid JSON payload: {e.msg} at column {e.colno + len(head) + 10}") from None
+        if not isinstance(doc, dict) or not {"type", "version", "data"} <= doc.keys():
+            raise LineError('the payload is not {"type", "version", "data"}')
+        return parse_record(doc["type"], doc["version"], doc["data"], offset)
+    m = _CONTROL_TYPE.search(line)
+    if m:
+        name, type_id = m.group(1), int(m.group(2))
+        if CONTROL_TYPE_IDS.get(name) != type_id:
+            raise LineError(f"unknown control record type {name}({type_id})")
+        return ControlRecord(offset, type_id, None)
+    m = _CONTROL_BODY.search(line)
+    if m:
+        type_id = CONTROL_TYPE_IDS[_CONTROL_RENDERINGS[m.group(1)]]
+        cls = control_class(type_id)
+        try:
+            data = from_json(cls, json.loads(m.group(2)), CONTROL_VERSION, m.group(1))
+        except (json.JSONDecodeError, JsonRecordError) as e:
+            raise LineError(f"{m.group(1)}: {e}") from None
+        return ControlRecord(offset, type_id, data)
+    raise LineError("a record line without a payload or control record")
+
+
+def read_dump(
+    path: str | os.PathLike[str], *, skip_corrupt: bool = False, stats: ReadStats | None = None
+) -> Iterator[LogBatch]:
+    """The batches of a kafka-dump-log text output, in file order (see the module rules)."""
+    src = os.fspath(path)
+    stats = stats if stats is not None else ReadStats()
+    builder = BatchBuilder(f"<dump:{src}>", stats)
+    head: _BatchLine | None = None
+    bad_batch = False
+    seen = 0
+
+    def finish(number: int) -> LogBatch | None:
+        """Close the open batch; check its record count against its header."""
+        if head is None or bad_batch:
+            builder.control = None  # drop what the bad batch collected (it is counted as corrupt)
+            builder.begin(None, -1, -1, number)
+            return None
+        if seen != head.count and not (head.control and seen == 0):  # see the module rules
+            raise LineError(f"the batch at line {builder.line} announces {head.count} records, {seen} follow")
+        builder.last_offset = max(builder.last_offset, head.last)
+        return builder.begin(None, -1, -1, number)
+
+    with open(src, "rb") as fh:
+        number = 0
+        for number, raw in enumerate(fh, 1):  # noqa: B007 - number is used after the loop
+            try:
+                try:
+                    line = raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError as e:
+                    raise LineError(f"invalid UTF-8 at column {e.start + 1}") from None
+                if not line.strip() or line.startswith(_HEADERS) or _SNAPSHOT.match(line):
+                    continue
+                if line.startswith("baseOffset:"):
+                    try:
+                        done = finish(number)
+                    except LineError as e:  # the previous batch was bad: report it, go on with this one
+                        err = ReplayInputError(src, number, e.reason, unit="line")
+                        if not skip_corrupt:
+                            raise err from None
+                        stats.corrupt.append(err.as_corrupt())
+                        done = None
+                    head, seen = None, 0
+                    bad_batch = True  # until the line parses
+                    if done is not None:
+                        yield done
+                    head = _batch_line(line)
+                    if not head.valid:
+                        raise LineError(
+                            "kafka-dump-log found this batch invalid (isvalid: false, CRC mismatch)"
+                        )
+                    if head.base <= builder.last_offset:
+                        raise LineError(
+                            f"batch offset {head.base} is not after the previous offset {builder.last_offset}"
+                        )
+                    bad_batch = False
+                    builder.begin(head.base, head.epoch, head.timestamp, number)
+                    builder.control, builder.base = head.control, head.base
+                    continue
+                if line.startswith("Found ") and "invalid bytes" in line:
+                    raise LineError(line.strip())
+                if line.startswith(("|", " payload:", "payload:")):
+                    if head is None:
+                        raise LineError("a record line before any batch line")
+                    if bad_batch:
+                        continue
+                    m = _RECORD_OFFSET.match(line)
+                    offset = int(m.group(1)) if m else head.base + seen
+                    if not head.base <= offset <= head.last:
+                        raise LineError(
+                            f"record offset {offset} is outside its batch {head.base}-{head.last}"
+                        )
+                    record = _record(line, offset)
+                    if head.control != isinstance(record, ControlRecord):
+                        raise LineError(
+                            "a control batch holds only control records, a data batch only data records"
+                        )
+                    builder.check_offset(offset)
+                    builder.add(offset, record)  # type: ignore[arg-type]
+                    seen += 1
+                    continue
+                raise LineError(f"not a line of kafka-dump-log output: {line[:60]!r}")
+            except LineError as e:
+                err = ReplayInputError(src, number, e.reason, unit="line")
+                if not skip_corrupt:
+                    raise err from None
+                stats.corrupt.append(err.as_corrupt())
+                bad_batch = head is not None
+        try:
+            done = finish(number + 1)
+        except LineError as e:
+            err = ReplayInputError(src, number, e.reason, unit="line")
+            if not skip_corrupt:
+                raise err from None
+            stats.corrupt.append(err.as_corrupt())
+            done = None
+        if done is not None:
+            yield done

@@ -1,0 +1,254 @@
+"""JSON lines of metadata records: reading them as LogBatch, and writing them from batches.
+
+Rules: one record per line, `{"offset": O, "type": T, "version": V, "data": {...}}` with data in
+the JSON shape kafka-dump-log --cluster-metadata-decoder prints (json_convert.py). type is the
+record type name (PARTITION_CHANGE_RECORD) or its numeric id; a control record uses its control
+name (LEADER_CHANGE, SNAPSHOT_HEADER, ...) or a numeric id with "control": true; its "data" may
+be null (a body kafka-dump-log does not print), giving ControlRecord.data None. Optional keys
+describe the batch: "batch" (its base offset), "epoch" (partitionLeaderEpoch), "timestamp" (ms).
+Consecutive lines with the same "batch" form one batch; a line without "batch" is a batch of its
+own. Missing epoch / timestamp read as -1. NO_OP_RECORD lines are counted on their batch, like
+binary NoOps. Offsets must increase. Blank lines are ignored. Errors name the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from .errors import ReadStats, ReplayInputError
+from .json_convert import JsonRecordError, from_json, to_json
+from .record_classes import CONTROL_VERSION, control_class, record_class
+from .records import (
+    CONTROL_TYPE_IDS,
+    CONTROL_TYPE_NAMES,
+    NO_OP_RECORD,
+    RECORD_TYPE_IDS,
+    RECORD_TYPE_NAMES,
+    ControlRecord,
+    LogBatch,
+    MetadataRecord,
+)
+from .segments import count_batch
+
+
+class LineError(Exception):
+    """A problem with one line of a text input; the reader adds the file and line number."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def parse_record(
+    type_field: Any, version: Any, data: Any, offset: int, *, control: bool = False
+) -> MetadataRecord | ControlRecord | None:
+    """One record from its JSON parts (shared with the kafka-dump-log reader); None for a NoOp.
+
+    Raises LineError with the reason."""
+    if type(version) is not int:
+        raise LineError(f'"version" must be an integer, not {version!r}')
+    if isinstance(type_field, str):
+        if type_field in CONTROL_TYPE_IDS:
+            control, type_id = True, CONTROL_TYPE_IDS[type_field]
+        elif type_field in RECORD_TYPE_IDS:
+            type_id = RECORD_TYPE_IDS[type_field]
+        else:
+            raise LineError(f"unknown record type {type_field!r}")
+    elif type(type_field) is int:
+        type_id = type_field
+    else:
+        raise LineError(f'"type" must be a record type name or id, not {type_field!r}')
+    if control:
+        cls = control_class(type_id)
+        if cls is None:
+            raise LineError(f"unknown control record type {type_field!r}")
+        if version != CONTROL_VERSION:
+            raise LineError(f"control records are read at version {CONTROL_VERSION}, not {version}")
+        if data is None:  # a body kafka-dump-log does not print (LEADER_CHANGE)
+            return ControlRecord(offset, type_id, None)
+    else:
+        cls = record_class(type_id)
+        if cls is None:
+            raise LineError(f"unknown metadata record type {type_field!r}")
+        if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+            raise LineError(
+                f"unknown version {version} of {RECORD_TYPE_NAMES[type_id]} (versions {cls.MESSAGE.valid_versions})"
+            )
+        if type_id == NO_OP_RECORD:
+            return None
+    try:
+        obj = from_json(cls, data, version, "data")
+    except JsonRecordError as e:
+        raise LineError(
+            f"{CONTROL_TYPE_NAMES.get(type_id) if control else RECORD_TYPE_NAMES[type_id]}: {e}"
+        ) from None
+    return ControlRecord(offset, type_id, obj) if control else MetadataRecord(offset, type_id, version, obj)
+
+
+class BatchBuilder:
+    """Collects records line by line into LogBatch values (shared with the kafka-dump-log reader)."""
+
+    def __init__(self, source: str, stats: ReadStats) -> None:
+        self.source = source
+        self.stats = stats
+        self.last_offset = -1
+        self._reset(None, -1, -1, 0)
+
+    def _reset(self, key: object, epoch: int, timestamp: int, line: int) -> None:
+        self.key = key
+        self.epoch = epoch
+        self.timestamp = timestamp
+        self.line = line
+        self.base = -1
+        self.control: bool | None = None
+        self.records: list[MetadataRecord] = []
+        self.controls: list[ControlRecord] = []
+        self.noops = 0
+
+    def check_offset(self, offset: Any) -> int:
+        if type(offset) is not int or offset < 0:
+            raise LineError(f'"offset" must be a non-negative integer, not {offset!r}')
+        if offset <= self.last_offset:
+            raise LineError(f"offset {offset} is not after the previous record's offset {self.last_offset}")
+        return offset
+
+    def starts_new(self, key: object) -> bool:
+        return key is None or key != self.key
+
+    def flush(self) -> LogBatch | None:
+        if self.control is None:
+            return None
+        batch = LogBatch(
+            self.base,
+            self.last_offset,
+            self.epoch,
+            self.timestamp,
+            self.control,
+            tuple(self.records),
+            tuple(self.controls),
+            self.noops,
+            self.source,
+            self.line,
+        )
+        count_batch(self.stats, batch)
+        self.control = None
+        return batch
+
+    def begin(self, key: object, epoch: int, timestamp: int, line: int) -> LogBatch | None:
+        done = self.flush()
+        self._reset(key, epoch, timestamp, line)
+        return done
+
+    def add(self, offset: int, record: MetadataRecord | ControlRecord | None) -> None:
+        is_control = isinstance(record, ControlRecord)
+        if self.control is None:
+            self.control = is_control
+        if self.base < 0:
+            self.base = offset
+        if self.control != is_control:
+            raise LineError("a batch holds either control records or data records, not both")
+        self.last_offset = offset
+        if record is None:
+            self.noops += 1
+        elif isinstance(record, ControlRecord):
+            self.controls.append(record)
+        else:
+            self.records.append(record)
+
+
+def _int_or(doc: dict[str, Any], key: str, default: int) -> int:
+    v = doc.get(key, default)
+    if type(v) is not int:
+        raise LineError(f'"{key}" must be an integer, not {v!r}')
+    return v
+
+
+def read_jsonl(
+    path: str | os.PathLike[str], *, skip_corrupt: bool = False, stats: ReadStats | None = None
+) -> Iterator[LogBatch]:
+    """The batches of a JSON-lines file, in file order (see the module rules)."""
+    src = os.fspath(path)
+    stats = stats if stats is not None else ReadStats()
+    builder = BatchBuilder(f"<jsonl:{src}>", stats)
+    with open(src, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise LineError(f"invalid UTF-8 at column {e.start + 1}") from None
+                if not line.strip():
+                    continue
+                try:
+                    doc = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise LineError(f"invalid JSON: {e.msg} at column {e.colno}") from None
+                if not isinstance(doc, dict):
+                    raise LineError(f"expected a JSON object, got {type(doc).__name__}")
+                missing = [k for k in ("offset", "type", "version", "data") if k not in doc]
+                if missing:
+                    raise LineError(f"missing {', '.join(repr(k) for k in missing)}")
+                offset = builder.check_offset(doc["offset"])
+                control = doc.get("control", False)
+                if type(control) is not bool:
+                    raise LineError(f'"control" must be true or false, not {control!r}')
+                record = parse_record(doc["type"], doc["version"], doc["data"], offset, control=control)
+                key = doc.get("batch")
+                if key is not None and type(key) is not int:
+                    raise LineError(f'"batch" must be an integer, not {key!r}')
+                if builder.starts_new(key):
+                    done = builder.begin(
+                        key, _int_or(doc, "epoch", -1), _int_or(doc, "timestamp", -1), number
+                    )
+                    if done is not None:
+                        yield done
+                builder.add(offset, record)
+            except LineError as e:
+                err = ReplayInputError(src, number, e.reason, unit="line")
+                if not skip_corrupt:
+                    raise err from None
+                stats.corrupt.append(err.as_corrupt())
+    done = builder.flush()
+    if done is not None:
+        yield done
+
+
+def batch_lines(batch: LogBatch) -> Iterator[str]:
+    """The JSON lines of one batch, NoOps included at the offsets no kept record has."""
+    tail = f',"batch":{batch.base_offset},"epoch":{batch.epoch},"timestamp":{batch.timestamp}}}'
+    if batch.control:
+        for c in batch.control_records:
+            data = (
+                "null"
+                if c.data is None
+                else json.dumps(to_json(c.data, CONTROL_VERSION), separators=(",", ":"))
+            )
+            yield f'{{"offset":{c.offset},"type":"{CONTROL_TYPE_NAMES[c.type]}","version":0,"data":{data}{tail}'
+        return
+    noop = '"type":"NO_OP_RECORD","version":0,"data":{}'
+    records = iter(batch.records)
+    nxt = next(records, None)
+    for offset in range(batch.base_offset, batch.last_offset + 1):
+        if nxt is not None and nxt.offset == offset:
+            data = json.dumps(to_json(nxt.data, nxt.version), separators=(",", ":"))
+            yield f'{{"offset":{offset},"type":"{RECORD_TYPE_NAMES[nxt.type]}","version":{nxt.version},"data":{data}{tail}'
+            nxt = next(records, None)
+        else:
+            yield f'{{"offset":{offset},{noop}{tail}'
+
+
+def write_jsonl(batches: Iterable[LogBatch], out: IO[str]) -> int:
+    """Write batches as JSON lines (the inverse of read_jsonl); returns the number of lines.
+
+    NoOps are written as NO_OP_RECORD lines at the offsets of the batch that no record holds,
+    so reading the lines back gives equal batches (every offset of a KRaft batch is a record)."""
+    n = 0
+    for batch in batches:
+        for line in batch_lines(batch):
+            out.write(line)
+            out.write("\n")
+            n += 1
+    return n

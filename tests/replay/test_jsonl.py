@@ -1,0 +1,321 @@
+"""Text inputs: JSON lines (read and written) and kafka-dump-log output give the same LogBatch
+values as the binary log; Kafka's JSON shape is produced exactly as the reference shows; bad
+lines are named by file and line, or skipped and counted; mutated lines only ever raise
+ReplayInputError."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctrlbatch.replay.dumplog import read_dump
+from ctrlbatch.replay.errors import ReadStats, ReplayInputError
+from ctrlbatch.replay.json_convert import to_json, uuid_from_json, uuid_to_json
+from ctrlbatch.replay.jsonl import read_jsonl, write_jsonl
+from ctrlbatch.replay.records import CONTROL_TYPE_NAMES, LEADER_CHANGE, RECORD_TYPE_NAMES, LogBatch
+from ctrlbatch.replay.segments import read_segment, scan_batches
+from ctrlbatch.replay.sources import open_history
+
+SHARED = Path(os.environ.get("CTRLBATCH_SHARED", Path(__file__).resolve().parents[3] / "shared"))
+LOG = SHARED / "samples" / "kraft-single-node" / "__cluster_metadata-0" / "00000000000000000000.log"
+needs_sample = pytest.mark.skipif(not LOG.is_file(), reason=f"the real sample is not at {LOG}")
+EXCERPT = Path(__file__).parent / "data" / "dump-excerpt.txt"
+
+
+def _same(b: LogBatch) -> LogBatch:
+    """A batch without where it was read from (source and position differ between forms)."""
+    return attrs.evolve(b, source="", position=0)
+
+
+def render_dump(path: Path, *, skip_record_metadata: bool = False) -> str:
+    """kafka-dump-log --cluster-metadata-decoder output for a binary file, per the reference grammar."""
+    out = [f"Dumping {path}", "Log starting offset: 0"]
+    pointers = {p.position: p for p in scan_batches(path)}
+    for b in read_segment(path):
+        p = pointers[b.position]
+        count = b.last_offset - b.base_offset + 1
+        out.append(
+            f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {count} baseSequence: -1 "
+            f"lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: {b.epoch} "
+            f"isTransactional: false isControl: {str(b.control).lower()} deleteHorizonMs: OptionalLong.empty "
+            f"position: {b.position} CreateTime: {b.timestamp} size: {p.length} magic: 2 compresscodec: none "
+            f"crc: 1 isvalid: true"
+        )
+        records = {r.offset: r for r in b.records}
+        for offset in range(b.base_offset, b.last_offset + 1):
+            meta = (
+                ""
+                if skip_record_metadata
+                else (
+                    f"| offset: {offset} CreateTime: {b.timestamp} keySize: -1 valueSize: 4 sequence: -1 headerKeys: []"
+                )
+            )
+            if b.control:  # under --skip-record-metadata a control record line is empty
+                c = next(c for c in b.control_records if c.offset == offset)
+                out.append(f"{meta} controlType: {CONTROL_TYPE_NAMES[c.type]}({c.type})" if meta else "")
+                continue
+            r = records.get(offset)
+            doc = (
+                {"type": "NO_OP_RECORD", "version": 0, "data": {}}
+                if r is None
+                else {
+                    "type": RECORD_TYPE_NAMES[r.type],
+                    "version": r.version,
+                    "data": to_json(r.data, r.version),
+                }
+            )
+            out.append(f"{meta} payload: {json.dumps(doc, separators=(',', ':'))}")
+    return "\n".join(out) + "\n"
+
+
+@needs_sample
+def test_the_sample_through_json_lines_gives_equal_batches(tmp_path: Path) -> None:
+    batches = list(read_segment(LOG))
+    path = tmp_path / "sample.jsonl"
+    with path.open("w") as fh:
+        assert write_jsonl(batches, fh) == 4929  # offsets 0-4928, NoOps included
+    stats = ReadStats()
+    back = list(read_jsonl(path, stats=stats))
+    assert [_same(b) for b in back] == [_same(b) for b in batches]
+    assert stats.noops == 4801 and stats.batches == 4814
+    assert back[1].source == f"<jsonl:{path}>" and back[1].position == 2
+
+
+@needs_sample
+@pytest.mark.parametrize("skip_record_metadata", [False, True])
+def test_the_sample_through_kafka_dump_log_text_gives_equal_batches(
+    tmp_path: Path, skip_record_metadata: bool
+) -> None:
+    batches = list(read_segment(LOG))
+    path = tmp_path / "sample.dump.txt"
+    path.write_text(render_dump(LOG, skip_record_metadata=skip_record_metadata))
+    back = list(open_history(path).batches())
+    # the dump does not print the LeaderChangeMessage body
+    expected = [
+        attrs.evolve(
+            _same(b),
+            control_records=()
+            if skip_record_metadata
+            else tuple(attrs.evolve(c, data=None) for c in b.control_records),
+        )
+        for b in batches
+    ]
+    assert [_same(b) for b in back] == expected
+    assert back[0].control and (skip_record_metadata or back[0].control_records[0].type == LEADER_CHANGE)
+
+
+def test_json_shape_is_kafkas(tmp_path: Path) -> None:
+    batches = list(read_dump(EXCERPT))
+    assert [(b.base_offset, b.last_offset, b.control, len(b.records), b.noops) for b in batches] == [
+        (0, 0, True, 0, 0),
+        (1, 4, False, 4, 0),
+        (6, 6, False, 1, 0),
+        (9, 9, False, 1, 0),
+        (4871, 4872, False, 2, 0),
+        (4873, 4873, False, 0, 1),
+    ]
+    reg = batches[2].records[0]
+    assert (reg.data.broker_id, reg.data.rack, reg.data.fenced, len(reg.data.log_dirs)) == (1, None, True, 1)
+    # written back, each record is exactly the payload the reference shows
+    lines = EXCERPT.read_text().splitlines()
+    payloads = [json.loads(ln.split(" payload: ", 1)[1]) for ln in lines if " payload: " in ln]
+    buf = io.StringIO()
+    write_jsonl(batches, buf)
+    ours = [json.loads(ln) for ln in buf.getvalue().splitlines()]
+    assert [
+        {k: d[k] for k in ("type", "version", "data")} for d in ours if d["type"] != "LEADER_CHANGE"
+    ] == payloads
+    assert [json.dumps(d["data"], separators=(",", ":")) for d in ours[1:]] == [
+        ln.split('"data":', 1)[1][:-1] for ln in lines if " payload: " in ln
+    ]  # same key order too
+    pcr = batches[4].records[1].data
+    assert (pcr.leader, pcr.isr, pcr.leader_recovery_state) == (
+        -1,
+        None,
+        -1,
+    )  # absent tagged fields: defaults
+
+
+@needs_sample
+def test_the_dump_excerpt_holds_the_sample_records() -> None:
+    binary = {r.offset: r for b in read_segment(LOG) for r in b.records}
+    text = [r for b in read_dump(EXCERPT) for r in b.records]
+    assert len(text) == 8 and all(binary[r.offset] == r for r in text)
+
+
+def test_uuid_text_is_kafkas_url_safe_base64() -> None:
+    u = uuid_from_json("_g4of-T3Rq-jr09kDxtjFA", "x")
+    assert uuid_to_json(u) == "_g4of-T3Rq-jr09kDxtjFA" and len(u.bytes) == 16
+
+
+def _jsonl(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+TOPIC = (
+    '{"offset":%d,"type":"TOPIC_RECORD","version":0,"data":{"name":"t","topicId":"_g4of-T3Rq-jr09kDxtjFA"}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ('{"offset":1,"type":"TOPIC_RECORD"', "invalid JSON"),
+        (
+            '{"offset":1,"type":"CLEAR_ELR_RECORD","version":0,"data":{}}',
+            "unknown record type 'CLEAR_ELR_RECORD'",
+        ),
+        ('{"offset":1,"type":6,"version":0,"data":{}}', "unknown metadata record type 6"),
+        ('{"offset":1,"type":"TOPIC_RECORD","version":1,"data":{}}', "unknown version 1 of TOPIC_RECORD"),
+        (
+            '{"offset":1,"type":"TOPIC_RECORD","version":0,"data":{"name":"t"}}',
+            r"data.topicId: missing, and it is mandatory",
+        ),
+        (
+            '{"offset":1,"type":"PARTITION_CHANGE_RECORD","version":0,"data":{"partitionId":0,"topicId":"_g4of-T3Rq-jr09kDxtjFA","leader":"x"}}',
+            "data.leader: expected an int32",
+        ),
+        (
+            '{"offset":0,"type":"NO_OP_RECORD","version":0,"data":{}}',
+            "offset 0 is not after the previous record's offset 0",
+        ),
+        ('{"type":"NO_OP_RECORD","version":0,"data":{}}', "missing 'offset'"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+)
+def test_bad_lines_are_named_by_line_or_counted(tmp_path: Path, bad: str, reason: str) -> None:
+    path = _jsonl(tmp_path, TOPIC % 0, bad, TOPIC % 5)
+    with pytest.raises(ReplayInputError, match=f"{path.name}, line 2: .*{reason}") as e:
+        list(read_jsonl(path))
+    assert (e.value.position, e.value.unit) == (2, "line")
+    stats = ReadStats()
+    got = list(read_jsonl(path, skip_corrupt=True, stats=stats))
+    assert [r.offset for b in got for r in b.records] == [0, 5]
+    assert len(stats.corrupt) == 1 and stats.corrupt[0].position == 2
+
+
+def test_batch_keys_group_lines_and_a_missing_one_makes_single_batches(tmp_path: Path) -> None:
+    path = _jsonl(
+        tmp_path,
+        '{"offset":3,"type":"NO_OP_RECORD","version":0,"data":{},"batch":3,"epoch":4,"timestamp":99}',
+        (TOPIC % 4)[:-1] + ',"batch":3,"epoch":4,"timestamp":99}',
+        TOPIC % 5,
+        TOPIC % 6,
+        '{"offset":7,"type":"LEADER_CHANGE","version":0,"data":{"version":0,"leaderId":2,"voters":[],"grantingVoters":[]}}',
+    )
+    got = list(read_jsonl(path))
+    assert [(b.base_offset, b.last_offset, b.epoch, b.timestamp, b.noops, b.control) for b in got] == [
+        (3, 4, 4, 99, 1, False),
+        (5, 5, -1, -1, 0, False),
+        (6, 6, -1, -1, 0, False),
+        (7, 7, -1, -1, 0, True),
+    ]
+    assert got[3].control_records[0].data.leader_id == 2
+
+
+def _dump_with(tmp_path: Path, old: str, new: str) -> Path:
+    text = EXCERPT.read_text()
+    assert old in text
+    path = tmp_path / "d.txt"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "reason"),
+    [
+        ("crc: 2 isvalid: true", "crc: 2 isvalid: false", 12, "isvalid: false"),
+        (
+            'payload: {"type":"BROKER_REGISTRATION_CHANGE_RECORD","version":0',
+            "payload: Error at 9, skipping. boom",
+            13,
+            "could not decode",
+        ),
+        (
+            "lastOffset: 9 count: 1",
+            "lastOffset: 9 count: 2",
+            14,
+            "batch at line 12 announces 2 records, 1 follow",
+        ),
+        ("Log starting offset: 0", "Found 12 invalid bytes at the end of x.log", 2, "Found 12 invalid bytes"),
+        ('"featureLevel":19}}', '"featureLevel":19', 7, "invalid JSON payload"),
+        ("| offset: 9 ", "| offset: 8 ", 13, "outside its batch"),
+    ],
+)
+def test_bad_dump_lines_are_named(tmp_path: Path, old: str, new: str, line: int, reason: str) -> None:
+    path = _dump_with(tmp_path, old, new)
+    with pytest.raises(ReplayInputError, match=f"line {line}: .*{reason}"):
+        list(read_dump(path))
+    stats = ReadStats()
+    got = list(read_dump(path, skip_corrupt=True, stats=stats))
+    assert len(stats.corrupt) >= 1 and stats.corrupt[0].position == line
+    assert len(got) >= 4
+
+
+def test_a_dump_of_a_checkpoint_is_a_snapshot(tmp_path: Path) -> None:
+    text = (
+        "Dumping /x/00000000000000000042-0000000003.checkpoint\nSnapshot end offset: 42, epoch: 3\n"
+        "baseOffset: 0 lastOffset: 0 count: 1 partitionLeaderEpoch: 3 isControl: true CreateTime: 5 isvalid: true\n"
+        '| offset: 0 CreateTime: 5 keySize: 4 valueSize: 11 sequence: -1 headerKeys: [] SnapshotHeader {"version":0,"lastContainedLogTimestamp":5}\n'
+        "baseOffset: 1 lastOffset: 1 count: 1 partitionLeaderEpoch: 3 isControl: false CreateTime: 5 isvalid: true\n"
+        '| offset: 1 payload: {"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":21}}\n'
+        "baseOffset: 2 lastOffset: 2 count: 1 partitionLeaderEpoch: 3 isControl: true CreateTime: 5 isvalid: true\n"
+        '| offset: 2 SnapshotFooter {"version":0}\n'
+    )
+    path = tmp_path / "snap.txt"
+    path.write_text(text)
+    h = open_history(path)
+    assert h.snapshot is not None and (h.snapshot.end_offset, h.snapshot.epoch) == (42, 3)
+    snap = list(h.snapshot_batches())
+    assert [b.control for b in snap] == [True, False, True]
+    assert snap[0].control_records[0].data.last_contained_log_timestamp == 5
+    assert list(h.batches()) == []
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    jsonl=st.booleans(),
+    edits=st.lists(
+        st.tuples(st.integers(0, 4000), st.sampled_from(list('{}[]",:0123456789ax -\n\xff'))), max_size=5
+    ),
+)
+def test_mutated_text_raises_only_replay_input_error(
+    tmp_path: Path, jsonl: bool, edits: list[tuple[int, str]]
+) -> None:
+    if jsonl:
+        buf = io.StringIO()
+        write_jsonl(read_dump(EXCERPT), buf)
+        text = buf.getvalue()
+    else:
+        text = EXCERPT.read_text()
+    chars = list(text)
+    for at, ch in edits:
+        if at < len(chars):
+            chars[at] = ch
+    path = tmp_path / ("m.jsonl" if jsonl else "m.txt")
+    path.write_text("".join(chars), encoding="utf-8", errors="surrogateescape")
+    reader = read_jsonl if jsonl else read_dump
+    try:
+        list(reader(path))
+    except ReplayInputError as e:
+        assert e.unit == "line" and e.position >= 1
+    stats = ReadStats()
+    got = list(reader(path, skip_corrupt=True, stats=stats))
+    assert stats.batches == len(got)
+
+
+def test_a_short_dump_batch_loses_only_itself_when_skipping(tmp_path: Path) -> None:
+    path = _dump_with(tmp_path, "lastOffset: 9 count: 1", "lastOffset: 9 count: 2")
+    stats = ReadStats()
+    got = list(read_dump(path, skip_corrupt=True, stats=stats))
+    assert [b.base_offset for b in got] == [0, 1, 6, 4871, 4873]
+    assert [c.position for c in stats.corrupt] == [14]
