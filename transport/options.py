@@ -38,9 +38,19 @@ def _optional_int_at_least(minimum: int) -> Any:
     return check
 
 
+def _protocol(value: Any) -> SecurityProtocol:
+    """A SecurityProtocol from itself, its id or its name ("PLAINTEXT")."""
+    if isinstance(value, str):
+        try:
+            return SecurityProtocol[value]
+        except KeyError:
+            raise ValueError(f"security_protocol: unknown protocol {value!r}") from None
+    return SecurityProtocol(value)
+
+
 def _plaintext(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not SecurityProtocol.PLAINTEXT:
-        raise ValueError(f"{attribute.name}: only PLAINTEXT is supported, got {value!r}")
+        raise ValueError(f"{attribute.name}: only PLAINTEXT is supported, got {value.name}")
 
 
 def _optional_str(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -62,7 +72,7 @@ class ChannelOptions:
     client_id: str | None = attrs.field(default=None, validator=_optional_str)
     listener_name: str = attrs.field(default="PLAINTEXT", validator=_str)
     security_protocol: SecurityProtocol = attrs.field(
-        default=SecurityProtocol.PLAINTEXT, converter=SecurityProtocol, validator=_plaintext
+        default=SecurityProtocol.PLAINTEXT, converter=_protocol, validator=_plaintext
     )
     connect_timeout_ms: int = attrs.field(default=30000, validator=_int_at_least(1))
     request_timeout_ms: int = attrs.field(default=30000, validator=_int_at_least(1))

@@ -1,0 +1,185 @@
+"""The per-broker state machine without sockets: queue order, tries, correlation ids, endings.
+
+Oracle: Kafka 3.9's RequestSendThread.doWork as kafka-controller-channel.md §3 states it (retry
+forever after close + back-off; drop after an unexpected api key or a callback exception).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctrlbatch.requests import BrokerHeartbeatResponse, UpdateMetadataResponse, encode_response
+from ctrlbatch.transport import ACTIONS, BrokerChannelState, Ending
+from ctrlbatch.transport.channel_state import next_correlation_id
+
+
+@attrs.frozen
+class FakeRequest:
+    """A Sendable with a label (the state machine never looks inside a request)."""
+
+    label: int
+    api_key: int = 6
+    version: int = 8
+
+    def encode_parts(self, correlation_id: int, client_id: str | None) -> list[bytes | memoryview]:
+        return [b"frame"]
+
+
+def answer(cid: int, api_key: int = 6, version: int = 8) -> bytes:
+    body = UpdateMetadataResponse(error_code=0) if api_key == 6 else BrokerHeartbeatResponse(error_code=0)
+    return encode_response(body, api_key, version, cid)[4:]
+
+
+def test_fifo_with_queue_time_and_kafkas_queue_size():
+    s = BrokerChannelState(1)
+    for i in range(3):
+        s.enqueue(FakeRequest(i), None, now=float(i))
+    assert (s.queue_size, s.pending) == (3, 3)
+    item = s.take(now=5.0)
+    assert item is not None and item.request.label == 0
+    assert (s.queue_size, s.pending) == (2, 3)  # QueueSize does not count the item being sent
+    assert (s.counters.dequeued, s.counters.queue_time_total_ms, s.counters.queue_time_max_ms) == (1, 5000.0, 5000.0)
+    with pytest.raises(RuntimeError, match="still current"):
+        s.take(now=5.0)
+    s.start_try()
+    s.end_try(Ending.ANSWERED)
+    assert s.take(now=6.0).request.label == 1
+    assert s.counters.queue_time_total_ms == 10000.0
+
+
+def test_one_try_in_flight_and_a_new_correlation_id_per_try():
+    s = BrokerChannelState(1)
+    s.enqueue(FakeRequest(0), None, 0.0)
+    s.take(0.0)
+    assert s.start_try() == 0
+    with pytest.raises(RuntimeError, match="already in flight"):
+        s.start_try()
+    action = s.end_try(Ending.CONNECTION_LOST)
+    assert (action.close, action.backoff, action.retry, action.deliver) == (True, True, True, False)
+    assert s.current is not None and s.current.request.label == 0  # the same request stays current
+    assert s.start_try() == 1
+    result = s.on_frame(answer(1))
+    assert result.ending is Ending.ANSWERED and isinstance(result.response, UpdateMetadataResponse)
+    s.end_try(result.ending)
+    assert s.current is None and s.in_flight is None
+    assert (s.counters.tries, s.counters.retries, s.counters.answered) == (2, 1, 1)
+
+
+def test_start_try_needs_a_current_item():
+    with pytest.raises(RuntimeError, match="no current item"):
+        BrokerChannelState(1).start_try()
+
+
+def test_correlation_ids_wrap_before_kafkas_reserved_range():
+    assert next_correlation_id(-1) == 0
+    assert next_correlation_id(2**31 - 10) == 2**31 - 9
+    assert next_correlation_id(2**31 - 9) == 0  # 2**31 - 8 .. 2**31 - 1 are SASL's
+
+
+def _in_flight_state(api_key: int = 6, version: int = 8) -> BrokerChannelState:
+    s = BrokerChannelState(3)
+    s.enqueue(FakeRequest(0, api_key, version), None, 0.0)
+    s.take(0.0)
+    s.start_try()
+    return s
+
+
+@pytest.mark.parametrize(
+    ("frame", "ending", "detail"),
+    [
+        (answer(7), Ending.CORRELATION_MISMATCH, "Correlation id for response (7) does not match request (0)"),
+        (b"\x00\x00", Ending.UNDECODABLE_RESPONSE, "a 2-byte frame has no header"),
+        (b"\x00\x00\x00\x00\x00", Ending.UNDECODABLE_RESPONSE, "UpdateMetadataResponse"),
+    ],
+)
+def test_frames_that_do_not_answer_the_try_are_failed_tries(frame, ending, detail):
+    s = _in_flight_state()
+    result = s.on_frame(frame)
+    assert result.ending is ending
+    assert detail in result.detail
+    action = s.end_try(result.ending)
+    assert action.retry and action.close and action.backoff
+    assert s.current is not None
+
+
+def test_a_frame_with_nothing_in_flight_is_unsolicited():
+    s = BrokerChannelState(1)
+    assert s.on_frame(answer(0)).ending is Ending.UNSOLICITED_RESPONSE
+
+
+def test_an_answer_to_a_non_control_request_is_dropped_with_kafkas_message():
+    s = _in_flight_state(api_key=63, version=0)  # BrokerHeartbeat
+    result = s.on_frame(answer(0, 63, 0))
+    assert result.ending is Ending.UNEXPECTED_API_KEY
+    assert result.detail == "Unexpected apiKey received: 63"
+    action = s.end_try(result.ending)
+    assert (action.close, action.retry, action.deliver, action.log_level) == (True, False, False, logging.ERROR)
+    assert s.current is None and s.counters.dropped == 1
+
+
+def test_actions_table_is_kafkas_do_work():
+    retried = {e for e, a in ACTIONS.items() if a.retry and a.backoff}
+    assert retried == {
+        Ending.CONNECT_FAILED, Ending.CONNECTION_LOST, Ending.REQUEST_TIMED_OUT,
+        Ending.CORRELATION_MISMATCH, Ending.UNDECODABLE_RESPONSE,
+    }
+    dropped = {e for e, a in ACTIONS.items() if not a.retry and not a.deliver}
+    assert dropped == {Ending.UNEXPECTED_API_KEY, Ending.CALLBACK_FAILED}
+    assert all(ACTIONS[e].close for e in retried | dropped)
+    assert ACTIONS[Ending.ANSWERED].deliver and not ACTIONS[Ending.ANSWERED].close
+
+
+def test_abandon_drops_queue_and_current_without_settling_them():
+    s = _in_flight_state()
+    s.enqueue(FakeRequest(1), None, 0.0)
+    assert s.abandon() == 2
+    assert (s.pending, s.current, s.in_flight) == (0, None, None)
+
+
+FAILURES = [e for e, a in ACTIONS.items() if a.retry and e is not Ending.UNSOLICITED_RESPONSE]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(min_value=0, max_value=12),
+    script=st.lists(st.sampled_from([*FAILURES, Ending.ANSWERED, Ending.UNEXPECTED_API_KEY]), max_size=80),
+    enqueue_points=st.lists(st.integers(min_value=0, max_value=80), max_size=12),
+)
+def test_every_item_settles_once_in_order_whatever_the_endings(n, script, enqueue_points):
+    """Random endings and enqueue times: items settle exactly once, in FIFO order; tries never overlap."""
+    s = BrokerChannelState(1)
+    labels = iter(range(1000))
+    enqueued: list[int] = []
+    settled: list[int] = []
+    points = sorted(enqueue_points)
+    cids: list[int] = []
+
+    def enqueue() -> None:
+        label = next(labels)
+        enqueued.append(label)
+        s.enqueue(FakeRequest(label), None, 0.0)
+
+    for _ in range(n):
+        enqueue()
+    for step, ending in enumerate(script):
+        while points and points[0] <= step:
+            points.pop(0)
+            enqueue()
+        if s.current is None and s.take(0.0) is None:
+            continue
+        label = s.current.request.label
+        cids.append(s.start_try())
+        s.end_try(ending)
+        if not ACTIONS[ending].retry:
+            settled.append(label)
+        assert s.in_flight is None
+    assert settled == enqueued[: len(settled)]
+    assert len(settled) + s.pending == len(enqueued)
+    assert cids == list(range(len(cids)))
+    assert s.counters.tries == len(cids)
+    assert s.counters.answered + s.counters.dropped == len(settled)
