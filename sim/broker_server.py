@@ -112,7 +112,7 @@ class SimulatedBroker:
         """Come back on the same port with a fresh state (a new ZooKeeper epoch if given)."""
         old = self.state
         self.state = BrokerState(old.broker_id, old.broker_epoch if broker_epoch is None else broker_epoch,
-                                 migration_enabled=old.migration_enabled, kraft_broker_epoch=None)
+                                 migration_enabled=old.migration_enabled)
         await self.server.start()
 
     async def refuse(self, seconds: float) -> None:
@@ -143,6 +143,8 @@ class SimulatedBroker:
             response = self.state.handle(h.request_api_key, h.request_api_version, decoded.body)
         if faults.delay > 0:
             await asyncio.sleep(faults.delay)
+        if conn.transport is None:
+            return None
         rec.answered = True
         rec.error_code = getattr(response, "error_code", None)
         return response

@@ -151,7 +151,7 @@ class BrokerState:
         broker_epoch: int,
         *,
         migration_enabled: bool = False,
-        kraft_broker_epoch: int | None = None,
+        kraft_broker_epoch: int = -1,
     ) -> None:
         if broker_id < 0:
             raise ValueError(f"broker_id must be >= 0, got {broker_id}")
@@ -160,7 +160,8 @@ class BrokerState:
         """The ZooKeeper broker epoch (czxid of /brokers/ids/N)."""
         self.migration_enabled = migration_enabled
         self.kraft_broker_epoch = kraft_broker_epoch
-        """The epoch from a KRaft BrokerRegistration; None without a lifecycle manager."""
+        """The epoch from a KRaft BrokerRegistration (-1 until registered). Only a broker with
+        migration enabled has a lifecycle manager to get one."""
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, HostedPartition] = {}
         self.offline: set[TopicPartition] = set()
@@ -191,11 +192,12 @@ class BrokerState:
             raise _Stale(Errors.CLUSTER_AUTHORIZATION_FAILED)
 
     def is_broker_epoch_stale(self, request_epoch: int, is_kraft_controller: bool) -> bool:
-        """ZkBEM:37-51; a KRaft controller's epoch without a lifecycle manager raises (-1)."""
+        """ZkBEM:37-51; a KRaft controller's epoch without a lifecycle manager (migration not
+        enabled) raises IllegalStateException, which answers UNKNOWN_SERVER_ERROR (-1)."""
         if request_epoch == UNKNOWN_BROKER_EPOCH:
             return False
         if is_kraft_controller:
-            if self.kraft_broker_epoch is None:
+            if not self.migration_enabled:
                 raise _Stale(Errors.UNKNOWN_SERVER_ERROR)
             return request_epoch < self.kraft_broker_epoch
         return request_epoch < self.broker_epoch

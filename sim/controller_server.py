@@ -1,0 +1,104 @@
+"""ControllerEndpoint: ControllerState behind an asyncio server on 127.0.0.1 (the controller listener).
+
+Rules:
+- Only BrokerRegistration (62) and BrokerHeartbeat (63) are enabled on this listener; anything
+  else closes the connection, as in server.py. Replies go out at once: every record is
+  "committed" when written (kafka-broker-registration.md §2 step 6, with an instant log).
+- The clock is ``time.monotonic`` in milliseconds unless one is given. A background task fences
+  brokers whose session expired, at the earliest expiry (checked at least every 100 ms).
+- Every BrokerEvent (joined, bounced, fenced...) goes to ``on_events`` with the registration it
+  concerns, on the loop's thread: that is how registrations feed a controller (cluster.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from ctrlbatch.requests import BrokerHeartbeatRequest, BrokerRegistrationRequest, DecodedRequest
+from ctrlbatch.requests.model import Message
+
+from .controller_state import BrokerEvent, ControllerConfig, ControllerState
+from .server import Connection, FrameServer
+
+__all__ = ["ControllerEndpoint"]
+
+_log = logging.getLogger("ctrlbatch.sim.controller")
+REGISTRATION_APIS = frozenset({62, 63})
+
+
+class ControllerEndpoint:
+    """The KRaft controller's registration endpoint for simulated (or real) brokers."""
+
+    def __init__(
+        self,
+        config: ControllerConfig,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        on_events: Callable[[list[BrokerEvent]], None] | None = None,
+        leads_partitions: Callable[[int], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.state = ControllerState(config, leads_partitions=leads_partitions)
+        self.on_events = on_events
+        self.clock = clock
+        self.events: list[BrokerEvent] = []
+        self.server = FrameServer("controller", REGISTRATION_APIS, self._handle, host=host, port=port)
+        self._expiry: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"ControllerEndpoint({self.server.host}:{self.server.port}, {self.state!r})"
+
+    @property
+    def host(self) -> str:
+        return self.server.host
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    async def start(self) -> None:
+        await self.server.start()
+        if self._expiry is None:
+            self._expiry = asyncio.get_running_loop().create_task(self._fence_loop(), name="controller-session-expiry")
+
+    async def stop(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            await asyncio.gather(self._expiry, return_exceptions=True)
+            self._expiry = None
+        await self.server.close()
+
+    def _emit(self, events: list[BrokerEvent]) -> None:
+        if not events:
+            return
+        self.events.extend(events)
+        for e in events:
+            _log.info("broker %d %s (epoch %d)", e.broker_id, e.kind.value, e.epoch)
+        if self.on_events is not None:
+            self.on_events(events)
+
+    async def _handle(self, conn: Connection, decoded: DecodedRequest) -> Message | None:
+        body = decoded.body
+        response: Message
+        if isinstance(body, BrokerRegistrationRequest):
+            response, events = self.state.register(body, self.now_ms())
+        elif isinstance(body, BrokerHeartbeatRequest):
+            response, events = self.state.heartbeat(body, self.now_ms())
+        else:  # the server only lets 62 and 63 through
+            return None
+        self._emit(events)
+        return response
+
+    async def _fence_loop(self) -> None:
+        while True:
+            nxt = self.state.next_expiry_ms()
+            wait = 0.1 if nxt is None else min(0.1, max(0.0, (nxt - self.now_ms() + 1) / 1000))
+            await asyncio.sleep(wait)
+            self._emit(self.state.fence_stale_brokers(self.now_ms()))

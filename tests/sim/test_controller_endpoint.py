@@ -1,0 +1,177 @@
+"""ControllerEndpoint and BrokerLifecycle on real loopback sockets, and registrations feeding a cluster.
+
+The cluster tests run the whole chain: simulated brokers register by themselves, the endpoint's
+events drive the SimController, the batch engine sends through ctrlbatch.transport's channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from ctrlbatch.context import MetadataVersion
+from ctrlbatch.requests import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+    UpdateMetadataRequest,
+    encode_request,
+)
+from ctrlbatch.sim.broker_state import BrokerState
+from ctrlbatch.sim.client import FrameClient
+from ctrlbatch.sim.cluster import ClusterConfig, SimCluster
+from ctrlbatch.sim.controller_server import ControllerEndpoint
+from ctrlbatch.sim.controller_state import ControllerConfig, EventKind
+from ctrlbatch.sim.lifecycle import BrokerLifecycle, LifecycleState
+
+
+def run(coro: Callable[[], Awaitable[Any]], timeout: float = 30) -> Any:
+    return asyncio.run(asyncio.wait_for(coro(), timeout))
+
+
+def registration(broker_id: int = 1, incarnation: uuid.UUID | None = None, cluster: str = "c1") -> BrokerRegistrationRequest:
+    return BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id=cluster, incarnation_id=incarnation or uuid.UUID(int=broker_id << 70),
+        listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9092)],
+        features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=21)],
+        rack=None, log_dirs=[uuid.UUID(int=(broker_id << 64) | 500)])
+
+
+@pytest.mark.parametrize(("reg_version", "hb_version"), [(0, 0), (1, 1), (2, 1), (3, 2), (4, 2), (5, 2)])
+def test_register_and_heartbeat_every_version(reg_version: int, hb_version: int) -> None:
+    # v0-1 carry no log dirs: at metadata.version >= 3.7-IV2 that is INVALID_REGISTRATION (119)
+    mv = MetadataVersion.IBP_3_6_IV2 if reg_version < 2 else MetadataVersion.IBP_3_9_IV0
+
+    async def main() -> None:
+        ep = ControllerEndpoint(ControllerConfig(cluster_id="c1", metadata_version=mv))
+        strict = ControllerEndpoint(ControllerConfig(cluster_id="c1"))
+        await ep.start()
+        await strict.start()
+        try:
+            async with await FrameClient.connect(strict.host, strict.port) as c:
+                _, r = await c.request(registration(), reg_version)
+                assert r.error_code == (119 if reg_version < 2 else 0)
+            async with await FrameClient.connect(ep.host, ep.port) as c:
+                _, r = await c.request(registration(cluster="other"), reg_version)
+                assert (r.error_code, r.broker_epoch) == (104, -1)
+                _, r = await c.request(registration(), reg_version)
+                assert r.error_code == 0
+                epoch = r.broker_epoch
+                _, h = await c.request(BrokerHeartbeatRequest(broker_id=1, broker_epoch=epoch + 1), hb_version)
+                assert h.error_code == 77
+                _, h = await c.request(BrokerHeartbeatRequest(broker_id=1, broker_epoch=epoch, current_metadata_offset=epoch),
+                                       hb_version)
+                assert (h.error_code, h.is_caught_up, h.is_fenced) == (0, True, False)
+            assert [e.kind for e in ep.events] == [EventKind.JOINED, EventKind.UNFENCED]
+        finally:
+            await ep.stop()
+            await strict.stop()
+
+    run(main)
+
+
+def test_control_request_on_the_controller_listener_closes_the_connection() -> None:
+    async def main() -> None:
+        ep = ControllerEndpoint(ControllerConfig(cluster_id="c1"))
+        await ep.start()
+        try:
+            async with await FrameClient.connect(ep.host, ep.port) as c:
+                await c.send_raw(encode_request(UpdateMetadataRequest(controller_id=0), 8, 1, "x"))
+                with pytest.raises(ConnectionError):
+                    await c.read_frame()
+            assert ep.server.stats.rejected_frames == 1
+        finally:
+            await ep.stop()
+
+    run(main)
+
+
+def test_session_expiry_fences_and_a_new_incarnation_may_then_register() -> None:
+    async def main() -> None:
+        ep = ControllerEndpoint(ControllerConfig(cluster_id="c1", session_timeout_ms=200))
+        await ep.start()
+        try:
+            async with await FrameClient.connect(ep.host, ep.port) as c:
+                _, r = await c.request(registration(), 4)
+                await c.request(BrokerHeartbeatRequest(broker_id=1, broker_epoch=r.broker_epoch,
+                                                       current_metadata_offset=r.broker_epoch), 1)
+                _, dup = await c.request(registration(incarnation=uuid.UUID(int=99)), 4)
+                assert dup.error_code == 101
+                await asyncio.sleep(0.5)
+                assert ep.events[-1].kind == EventKind.FENCED
+                _, r2 = await c.request(registration(incarnation=uuid.UUID(int=99)), 4)
+                assert r2.error_code == 0 and r2.broker_epoch > r.broker_epoch
+                assert ep.events[-1].kind == EventKind.BOUNCED
+        finally:
+            await ep.stop()
+
+    run(main)
+
+
+def test_lifecycle_registers_unfences_and_shuts_down() -> None:
+    async def main() -> None:
+        ep = ControllerEndpoint(ControllerConfig(cluster_id="c1", migration_enabled=True))
+        await ep.start()
+        state = BrokerState(4, 100, migration_enabled=True)
+        lc = BrokerLifecycle(lambda: state, ("127.0.0.1", 9999), (ep.host, ep.port), "c1", heartbeat_interval=0.02,
+                             metadata_offset=lambda: ep.state.high_watermark)
+        lc.start()
+        try:
+            await asyncio.wait_for(lc.running.wait(), 5)
+            assert state.kraft_broker_epoch == lc.epoch == ep.state.registrations[4].epoch
+            assert ep.state.registrations[4].is_migrating_zk_broker
+            lc.begin_controlled_shutdown()
+            await asyncio.wait_for(lc.shutdown_now.wait(), 5)  # leads nothing: SHUTDOWN_NOW at once
+            assert lc.lifecycle == LifecycleState.SHUTTING_DOWN
+        finally:
+            await lc.stop()
+            await ep.stop()
+
+    run(main)
+
+
+def test_lifecycle_retries_until_the_controller_accepts() -> None:
+    async def main() -> None:
+        ep = ControllerEndpoint(ControllerConfig(cluster_id="c1", migration_enabled=False))
+        await ep.start()
+        state = BrokerState(4, 100, migration_enabled=True)
+        lc = BrokerLifecycle(lambda: state, ("127.0.0.1", 9999), (ep.host, ep.port), "c1")
+        lc.start()
+        try:
+            await asyncio.sleep(0.5)
+            assert lc.epoch is None and set(lc.errors) == {102} and 2 <= len(lc.errors) <= 4  # back-off 0.1, 0.2, 0.4
+        finally:
+            await lc.stop()
+            await ep.stop()
+
+    run(main)
+
+
+def test_a_joining_broker_gets_full_metadata_and_the_others_none_kafka_7537() -> None:
+    async def main() -> None:
+        async with SimCluster(ClusterConfig(brokers=3, heartbeat_interval=0.05, session_timeout_ms=500)) as c:
+            c.controller.create_topics({"foo": [[0, 1], [1, 2], [2, 0]]})
+            assert await c.quiesce(10)
+            await c.crash(2)
+            await c.wait_for(lambda: 2 not in c.live_broker_ids(), 5, "broker 2 fenced")
+            assert await c.quiesce(10)
+            marks = {b: len(c.brokers[b].received) for b in (0, 1, 2)}
+            await c.restart(2)
+            await c.wait_for(lambda: 2 in c.live_broker_ids(), 5, "broker 2 back")
+            assert await c.quiesce(10)
+            first = c.brokers[2].received[marks[2]]
+            assert first.api_key == 6 and sum(len(t.partition_states) for t in first.body.topic_states) == 3
+            for b in (0, 1):
+                um = c.brokers[b].received[marks[b]]
+                assert um.api_key == 6 and um.body.topic_states == ()
+                assert sorted(x.id for x in um.body.live_brokers) == [0, 1, 2]
+            assert all(c.converged().values()) and c.violations == []
+            kinds = [e.kind for e in c.event_log if e.broker_id == 2]
+            assert kinds.index(EventKind.FENCED) < kinds.index(EventKind.BOUNCED)
+
+    run(main)
