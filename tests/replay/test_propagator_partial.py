@@ -1,0 +1,202 @@
+"""Properties over random small, valid metadata logs (hypothesis):
+- the partial-image contract: where needs_full_image is false, propagating a delta over the
+  image restricted to touched_topics gives byte-identical sends and the same touched topics;
+- the image does not depend on how records are grouped into deltas;
+- every send decodes, and delivered sends go only to registered, unfenced target brokers."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctrlbatch.replay.deltas import Delta
+from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, apply_delta
+from ctrlbatch.replay.propagator import (
+    ReplayOptions,
+    Send,
+    needs_full_image,
+    partial_image,
+    propagate_delta,
+    touched_topics,
+)
+from ctrlbatch.replay.record_classes import record_class
+from ctrlbatch.replay.records import (
+    BROKER_REGISTRATION_CHANGE_RECORD,
+    FEATURE_LEVEL_RECORD,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    REGISTER_BROKER_RECORD,
+    REMOVE_TOPIC_RECORD,
+    TOPIC_RECORD,
+    UNREGISTER_BROKER_RECORD,
+    MetadataRecord,
+)
+from ctrlbatch.requests import decode_request
+
+BROKERS = [1, 2, 3, 4]
+REPLICAS = [1, 2, 3, 4, 5]  # broker 5 never registers
+NAMES = ["a", "b", "c"]
+
+
+class _Log:
+    """A model of the cluster that only emits records Kafka's replay accepts."""
+
+    def __init__(self) -> None:
+        self.records: list[MetadataRecord] = []
+        self.brokers: dict[int, int] = {}  # id -> epoch
+        self.topics: dict[uuid.UUID, tuple[str, dict[int, list[int]]]] = {}
+        self.next_id = 1
+
+    def add(self, type_id: int, version: int = 0, **fields: Any) -> None:
+        cls = record_class(type_id)
+        assert cls is not None
+        self.records.append(MetadataRecord(len(self.records), type_id, version, cls(**fields)))
+
+
+def _register(log: _Log, d: st.DataObject) -> None:
+    b = d.draw(st.sampled_from(BROKERS))
+    cls: Any = record_class(REGISTER_BROKER_RECORD)
+    ep = cls.BrokerEndpoint(name="PLAINTEXT", host=f"h{b}", port=9000 + b, security_protocol=0)
+    epoch = len(log.records)
+    log.brokers[b] = epoch
+    log.add(REGISTER_BROKER_RECORD, 2, broker_id=b, broker_epoch=epoch, end_points=(ep,), fenced=d.draw(st.booleans()),
+            is_migrating_zk_broker=d.draw(st.booleans()))
+
+
+def _change_broker(log: _Log, d: st.DataObject) -> None:
+    if not log.brokers:
+        return _register(log, d)
+    b = d.draw(st.sampled_from(sorted(log.brokers)))
+    if d.draw(st.integers(0, 5)) == 0:
+        del log.brokers[b]
+        log.add(UNREGISTER_BROKER_RECORD, broker_id=b, broker_epoch=0)
+        return None
+    log.add(BROKER_REGISTRATION_CHANGE_RECORD, 1, broker_id=b, broker_epoch=log.brokers[b],
+            fenced=d.draw(st.sampled_from([-1, 0, 1])), in_controlled_shutdown=d.draw(st.sampled_from([0, 1])))
+    return None
+
+
+def _create_topic(log: _Log, d: st.DataObject) -> None:
+    name = d.draw(st.sampled_from(NAMES))
+    for tid, (n, _p) in list(log.topics.items()):
+        if n == name:  # Kafka's controller never reuses a live name: delete it first (maybe same delta)
+            del log.topics[tid]
+            log.add(REMOVE_TOPIC_RECORD, topic_id=tid)
+    tid = uuid.UUID(int=log.next_id)
+    log.next_id += 1
+    log.add(TOPIC_RECORD, name=name, topic_id=tid)
+    parts: dict[int, list[int]] = {}
+    for p in range(d.draw(st.integers(0, 3))):
+        replicas = d.draw(st.lists(st.sampled_from(REPLICAS), min_size=1, max_size=3, unique=True))
+        parts[p] = replicas
+        log.add(PARTITION_RECORD, partition_id=p, topic_id=tid, replicas=replicas, isr=replicas, leader=replicas[0],
+                leader_epoch=0, partition_epoch=0)
+    log.topics[tid] = (name, parts)
+
+
+def _change_partition(log: _Log, d: st.DataObject) -> None:
+    candidates = [(tid, p) for tid, (_n, parts) in log.topics.items() for p in parts]
+    if not candidates:
+        return _create_topic(log, d)
+    tid, p = d.draw(st.sampled_from(sorted(candidates)))
+    replicas = log.topics[tid][1][p]
+    fields: dict[str, Any] = {}
+    if d.draw(st.booleans()):
+        fields["isr"] = d.draw(st.lists(st.sampled_from(replicas), unique=True))
+    if d.draw(st.booleans()):
+        fields["leader"] = d.draw(st.sampled_from([-1, *replicas]))
+    if d.draw(st.booleans()):
+        new = d.draw(st.lists(st.sampled_from(REPLICAS), min_size=1, max_size=3, unique=True))
+        fields["replicas"] = new
+        log.topics[tid][1][p] = new
+    log.add(PARTITION_CHANGE_RECORD, partition_id=p, topic_id=tid, **fields)
+    return None
+
+
+def _remove_topic(log: _Log, d: st.DataObject) -> None:
+    if not log.topics:
+        return _create_topic(log, d)
+    tid = d.draw(st.sampled_from(sorted(log.topics)))
+    del log.topics[tid]
+    log.add(REMOVE_TOPIC_RECORD, topic_id=tid)
+    return None
+
+
+_OPS = [_register, _change_broker, _create_topic, _change_partition, _change_partition, _remove_topic]
+
+
+@st.composite
+def logs(draw: Any) -> list[Delta]:
+    d = draw(st.data())
+    log = _Log()
+    log.add(FEATURE_LEVEL_RECORD, name="metadata.version", feature_level=draw(st.sampled_from([8, 21])))
+    for _ in range(draw(st.integers(1, 30))):
+        draw(st.sampled_from(_OPS))(log, d)
+    deltas, start = [], 0
+    while start < len(log.records):
+        end = start + draw(st.integers(1, 4))
+        records = tuple(log.records[start:end])
+        deltas.append(Delta(records[-1].offset, 1000 + start, 7, records, draw(st.sampled_from([None, 9]))))
+        start = end
+    return deltas
+
+
+options = st.builds(ReplayOptions, targets=st.sampled_from(["all", "migrating"]), correct_offline=st.booleans(),
+                    zk_controller_epoch=st.sampled_from([None, 3]))
+
+
+def _bytes(sends: list[Send]) -> list[tuple[int, bool, bytes]]:
+    return [(s.broker, s.dropped, s.request.encode(correlation_id=0, client_id="x")) for s in sends]
+
+
+def _topics_of(image: MetadataImage, ids: frozenset[uuid.UUID]) -> dict[uuid.UUID, Any]:
+    return {t: v for t, v in image.topics.items() if t in ids}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(logs(), options)
+def test_a_partial_image_gives_the_same_sends_as_the_full_image(deltas: list[Delta], opts: ReplayOptions) -> None:
+    image = EMPTY_IMAGE
+    for delta in deltas:
+        full, sends = propagate_delta(image, delta, opts)
+        if not needs_full_image(image, delta.records, opts):
+            small = partial_image(image, delta.records)
+            touched = touched_topics(delta.records, image).ids
+            assert set(small.topics) <= touched and small.brokers == image.brokers
+            part, part_sends = propagate_delta(small, delta, opts)
+            assert _bytes(part_sends) == _bytes(sends)
+            new_ids = frozenset(touched | set(part.topics))
+            assert _topics_of(part, new_ids) == _topics_of(full, new_ids)
+            assert (part.brokers, part.metadata_version, part.offset) == (full.brokers, full.metadata_version, full.offset)
+        image = full
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(logs(), options)
+def test_sends_decode_and_deliver_only_to_unfenced_registered_targets(deltas: list[Delta], opts: ReplayOptions) -> None:
+    image = EMPTY_IMAGE
+    for delta in deltas:
+        image, sends = propagate_delta(image, delta, opts)
+        for s in sends:
+            reg = image.brokers[s.broker]  # the batch addresses registered brokers only
+            target = opts.targets == "all" or reg.is_migrating_zk_broker
+            assert s.dropped == (reg.fenced or not target)
+            body = decode_request(s.request.encode(correlation_id=1, client_id="x")[4:]).body
+            assert body.broker_epoch == reg.epoch
+        apis = [s.request.api_key for s in sends]
+        assert apis.count(5) <= len({s.broker for s in sends if s.request.api_key == 5})  # one StopReplica per broker
+
+
+@settings(max_examples=100, deadline=None)
+@given(logs())
+def test_the_image_does_not_depend_on_the_delta_grouping(deltas: list[Delta]) -> None:
+    stepwise = EMPTY_IMAGE
+    for delta in deltas:
+        stepwise, _ = apply_delta(stepwise, delta.records)
+    at_once, _ = apply_delta(EMPTY_IMAGE, [r for delta in deltas for r in delta.records])
+    assert (stepwise.brokers, stepwise.topics, stepwise.topic_ids_by_name, stepwise.metadata_version) == (
+        at_once.brokers, at_once.topics, at_once.topic_ids_by_name, at_once.metadata_version
+    )
