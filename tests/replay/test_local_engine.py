@@ -184,3 +184,42 @@ def test_the_replay_is_deterministic_and_coalesce_merges_deltas(tmp_path: Path) 
     assert merged.summary.deltas == 2
     with pytest.raises(ValueError, match="coalesce"):
         replay_local(open_history(str(directory), from_snapshot="newest"), ReplayOptions(), coalesce=0)
+
+
+def test_summaries_merge_additively_and_round_trip_through_json() -> None:
+    import json
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from ctrlbatch.replay.summary import ReplaySummary
+
+    row = st.fixed_dictionaries({
+        "api_key": st.sampled_from([LAIR, SR, UMR]), "broker": st.integers(0, 4),
+        "partitions": st.integers(0, 50), "bytes": st.integers(60, 5000),
+    })
+    event = st.one_of(st.tuples(st.just("row"), row), st.tuples(st.just("drop"), st.sampled_from([LAIR, SR, UMR])),
+                      st.tuples(st.just("delta"), st.integers(0, 3)))
+
+    def fill(events: list[Any]) -> ReplaySummary:
+        s = ReplaySummary()
+        for kind, value in events:
+            {"row": s.count_row, "drop": s.count_dropped, "delta": s.count_delta}[kind](value)
+        return s
+
+    @given(st.lists(event, max_size=30), st.integers(0, 30))
+    def check(events: list[Any], cut: int) -> None:
+        whole = fill(events)
+        left, right = fill(events[:cut]), fill(events[cut:])
+        left.merge(right)
+        assert left.to_dict() == whole.to_dict()
+        text = json.dumps(whole.to_dict())
+        assert ReplaySummary.from_dict(json.loads(text)).to_dict() == whole.to_dict()
+        d = whole.to_dict()
+        rows = [v for k, v in events if k == "row"]
+        assert d["totals"]["requests"] == len(rows) == sum(b["requests"] for b in d["by_broker"].values())
+        assert d["totals"]["bytes"] == sum(r["bytes"] for r in rows)
+        assert d["totals"]["dropped"] == sum(1 for k, _v in events if k == "drop")
+        assert d["deltas"]["total"] == sum(1 for k, _v in events if k == "delta")
+
+    check()
