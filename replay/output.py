@@ -46,6 +46,9 @@ class OutputDir:
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=f"{self.path.name}.tmp-", dir=self.path.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        self.tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise become DIR's mode
         self.committed = False
 
     def __repr__(self) -> str:

@@ -1,0 +1,128 @@
+"""Replay a KRaft metadata log into the controller requests every broker would have received.
+
+Rules of this module: it parses and checks the options once (every bad value is a
+CommandError naming the option), opens the history, runs one engine (Spark by default, or
+the sequential one), writes the output directory atomically when --out is given, and prints
+the summary on standard output. Progress goes to standard error. --compare-ibp runs the same
+history at two inter-broker protocol versions and prints the per-API difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ctrlbatch.cli import CommandError
+from ctrlbatch.context import MetadataVersion
+
+__all__ = ["configure", "run", "parse_ibp"]
+
+ENGINES = ("spark", "local")
+TARGETS = ("all", "migrating")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path",
+        help="a __cluster_metadata-0 directory (or the data directory holding it), a .log segment, "
+        "a .checkpoint snapshot, JSON lines of records, or kafka-dump-log output",
+    )
+    parser.add_argument("--out", metavar="DIR", help="write DIR/requests/ (Parquet), DIR/summary.json, DIR/report.png")
+    parser.add_argument("--engine", choices=ENGINES, default="spark", help="Spark (parallel) or one local process")
+    parser.add_argument(
+        "--master", metavar="URL", help="Spark master (default: spark-submit's, else local[*]), e.g. spark://host:7077"
+    )
+    parser.add_argument(
+        "--from-snapshot", nargs="?", const="newest", metavar="FILE",
+        help="start from a .checkpoint snapshot (without FILE: the directory's newest)",
+    )
+    parser.add_argument("--skip-corrupt", action="store_true", help="count and report corrupt batches instead of stopping")
+    parser.add_argument("--coalesce", type=int, default=1, metavar="N", help="merge N consecutive deltas into one")
+    parser.add_argument(
+        "--targets", choices=TARGETS, default="all",
+        help="all: every registered broker is treated as a migrating ZooKeeper broker; migrating: Kafka's filter",
+    )
+    parser.add_argument(
+        "--controller-id", type=int, metavar="N",
+        help="controller id when the log has no LeaderChange record (default 1)",
+    )
+    parser.add_argument(
+        "--zk-controller-epoch", type=int, metavar="N",
+        help="request header controller epoch (default: the KRaft leader epoch of each delta)",
+    )
+    parser.add_argument("--ibp", metavar="V", help="force request versions for this metadata version, e.g. 2.8-IV1")
+    parser.add_argument(
+        "--correct-offline", action="store_true",
+        help="list really offline replicas for deleted topics (Kafka 3.9 inverts that list)",
+    )
+    parser.add_argument("--with-frames", action="store_true", help="add the frame bytes to requests/")
+    parser.add_argument(
+        "--compare-ibp", metavar="V1,V2", help="replay at two versions and print the per-API difference"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress on standard error")
+
+
+def parse_ibp(text: str, option: str = "--ibp") -> MetadataVersion:
+    """A metadata version from its Kafka spelling (``3.9-IV0``, ``2.8``); CommandError names the option."""
+    try:
+        return MetadataVersion.from_version_string(text.strip())
+    except (ValueError, KeyError) as e:
+        raise CommandError(f"{option}: {text!r} is not a metadata version such as 3.9-IV0 or 2.8-IV1 ({e})") from None
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if not os.path.exists(args.path):
+        raise CommandError(f"{args.path}: no such file or directory")
+    if args.coalesce < 1:
+        raise CommandError(f"--coalesce: must be at least 1, got {args.coalesce}")
+    if args.controller_id is not None and args.controller_id < 0:
+        raise CommandError(f"--controller-id: must be >= 0, got {args.controller_id}")
+    if args.zk_controller_epoch is not None and args.zk_controller_epoch < 0:
+        raise CommandError(f"--zk-controller-epoch: must be >= 0, got {args.zk_controller_epoch}")
+    if args.master is not None and args.engine != "spark":
+        raise CommandError("--master: only with --engine spark")
+    if args.compare_ibp is not None and args.ibp is not None:
+        raise CommandError("--compare-ibp: already sets the versions; drop --ibp")
+
+
+def _compare_versions(text: str) -> tuple[MetadataVersion, MetadataVersion]:
+    parts = [p for p in text.split(",") if p.strip()]
+    if len(parts) != 2:
+        raise CommandError(f"--compare-ibp: expected two versions V1,V2 (e.g. 2.8-IV1,3.9-IV0), got {text!r}")
+    return parse_ibp(parts[0], "--compare-ibp"), parse_ibp(parts[1], "--compare-ibp")
+
+
+def run(args: argparse.Namespace) -> int:
+    from . import job as replay_run
+
+    _check_args(args)
+    ibp = parse_ibp(args.ibp) if args.ibp is not None else None
+    compare = _compare_versions(args.compare_ibp) if args.compare_ibp is not None else None
+    job = replay_run.ReplayJob(
+        path=args.path,
+        engine=args.engine,
+        master=args.master,
+        from_snapshot=args.from_snapshot,
+        skip_corrupt=args.skip_corrupt,
+        coalesce=args.coalesce,
+        targets=args.targets,
+        controller_id=args.controller_id,
+        zk_controller_epoch=args.zk_controller_epoch,
+        ibp=ibp,
+        correct_offline=args.correct_offline,
+        with_frames=args.with_frames,
+        progress=not args.quiet,
+    )
+    out: Any = sys.stdout
+    if compare is not None:
+        left, right = (replay_run.execute(job.with_ibp(v), None) for v in compare)
+        out.write(replay_run.format_comparison(compare, left, right))
+        return 0
+    result = replay_run.execute(job, Path(args.out) if args.out else None)
+    out.write(replay_run.format_summary(result))
+    if args.out:
+        out.write(f"\nwrote {Path(args.out).absolute()}: requests/ (Parquet), summary.json, report.png\n")
+    return 0

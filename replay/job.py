@@ -1,0 +1,222 @@
+"""One replay run from options to output: open the history, run an engine, write DIR, format text.
+
+Rules of this module: both engines are driven through ``execute`` so that everything around
+them (the output directory, summary.json, report.png, the printed text) is the same code;
+the engines differ only in how rows and the summary are produced. Output is committed only
+after every part is written (``OutputDir``), so a failed run leaves no DIR behind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+from ctrlbatch.cli import Progress
+from ctrlbatch.context import MetadataVersion
+
+from .errors import ReadStats
+from .output import REPORT_BINS, OutputDir, ParquetRows, write_json
+from .report import broker_timeline, draw_report
+
+__all__ = ["ReplayJob", "ReplayOutcome", "execute", "format_summary", "format_comparison"]
+
+Engine = Literal["spark", "local"]
+
+
+@attrs.frozen(slots=True)
+class ReplayJob:
+    """Everything one ``ctrlbatch replay`` run needs (checked by the CLI)."""
+
+    path: str
+    engine: Engine = "spark"
+    master: str | None = None
+    from_snapshot: str | None = None
+    skip_corrupt: bool = False
+    coalesce: int = 1
+    targets: Literal["all", "migrating"] = "all"
+    controller_id: int | None = None
+    zk_controller_epoch: int | None = None
+    ibp: MetadataVersion | None = None
+    correct_offline: bool = False
+    with_frames: bool = False
+    progress: bool = True
+    unit_bytes: int | None = None  # Spark: input bytes per task (None: the engine's default)
+
+    def with_ibp(self, ibp: MetadataVersion) -> ReplayJob:
+        return attrs.evolve(self, ibp=ibp)
+
+    def options(self) -> Any:
+        from .propagator import ReplayOptions
+
+        return ReplayOptions(
+            targets=self.targets,
+            controller_id=1 if self.controller_id is None else self.controller_id,
+            zk_controller_epoch=self.zk_controller_epoch,
+            ibp=self.ibp,
+            correct_offline=self.correct_offline,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "input": str(Path(self.path).absolute()),
+            "engine": self.engine,
+            "master": self.master,
+            "from_snapshot": self.from_snapshot,
+            "skip_corrupt": self.skip_corrupt,
+            "coalesce": self.coalesce,
+            "targets": self.targets,
+            "controller_id": self.controller_id,
+            "zk_controller_epoch": self.zk_controller_epoch,
+            "ibp": None if self.ibp is None else str(self.ibp),
+            "correct_offline": self.correct_offline,
+            "with_frames": self.with_frames,
+        }
+
+
+@attrs.frozen(slots=True, repr=False)
+class ReplayOutcome:
+    job: ReplayJob
+    summary: Any  # summary.ReplaySummary
+    stats: ReadStats
+    rows: int
+    seconds: float
+    out: Path | None
+
+    def __repr__(self) -> str:
+        return f"ReplayOutcome({self.job.engine}, {self.rows:,} rows, {self.seconds:.1f} s)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job.describe(),
+            "rows": self.rows,
+            "seconds": round(self.seconds, 3),
+            "read": self.stats.to_dict(),
+            "summary": _summary_dict(self.summary),
+        }
+
+
+def _summary_dict(summary: Any) -> dict[str, Any]:
+    data = summary.to_dict()
+    if not isinstance(data, Mapping):
+        raise TypeError(f"summary.to_dict() returned {type(data).__name__}")
+    return dict(data)
+
+
+def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
+    """Run ``job``; with ``out_dir`` write requests/, summary.json and report.png atomically."""
+    from .sources import open_history
+
+    history = open_history(job.path, from_snapshot=job.from_snapshot, skip_corrupt=job.skip_corrupt)
+    out = OutputDir(out_dir) if out_dir is not None else None
+    start = time.monotonic()
+    try:
+        if job.engine == "local":
+            summary, stats, rows = _run_local(job, history, out)
+        else:
+            summary, stats, rows = _run_spark(job, out)
+        outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir)
+        if out is not None:
+            write_json(out.summary_path, outcome.to_dict())
+            with Progress("drawing report.png", enabled=job.progress):
+                timeline = broker_timeline(out.requests_dir, REPORT_BINS)
+                draw_report(timeline, out.report_path, title=f"ctrlbatch replay of {Path(job.path).name}")
+            out.commit()
+        return outcome
+    finally:
+        if out is not None and not out.committed:
+            out.abort()
+
+
+def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
+    from .local_engine import replay_local
+    from .rows import REQUEST_SCHEMA
+
+    with Progress("replaying (local)", unit="batches", enabled=job.progress) as progress:
+        result = replay_local(history, job.options(), coalesce=job.coalesce, progress=progress, with_frames=job.with_frames)
+        count = 0
+        if out is not None:
+            writer = ParquetRows(out.requests_dir, REQUEST_SCHEMA)
+            writer.write(result.rows)
+            writer.close()
+            count = writer.count
+        else:
+            for _ in result.rows:
+                count += 1
+    return result.summary, history.stats, count
+
+
+def _run_spark(job: ReplayJob, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
+    from .spark_engine import DEFAULT_UNIT_BYTES, HistorySource, replay_spark
+    from .spark_progress import StageProgress
+    from .spark_session import spark_session
+
+    spark = spark_session(job.master)
+    source = HistorySource(job.path, job.from_snapshot, job.skip_corrupt)
+    with StageProgress(spark, enabled=job.progress):
+        result = replay_spark(
+            spark,
+            source,
+            job.options(),
+            coalesce=job.coalesce,
+            requests_dir=None if out is None else out.requests_dir,
+            with_frames=job.with_frames,
+            unit_bytes=job.unit_bytes or DEFAULT_UNIT_BYTES,
+        )
+    return result.summary, result.stats, result.rows
+
+
+MAX_BROKER_LINES = 20
+
+
+def format_summary(outcome: ReplayOutcome) -> str:
+    """The printed summary: what was read, deltas, then requests, partition states and bytes per
+    API (with dropped requests) and per broker (the busiest 20 by bytes when there are more)."""
+    data = _summary_dict(outcome.summary)
+    stats = outcome.stats
+    deltas = data["deltas"]
+    lines = [
+        f"ctrlbatch replay: {outcome.job.path} ({outcome.job.engine} engine, {outcome.seconds:.1f} s)",
+        f"read: {stats.batches:,} batches, {sum(stats.records.values()):,} records, {stats.noops:,} NoOps "
+        f"skipped, {len(stats.corrupt):,} corrupt skipped",
+        *(f"  corrupt: {c}" for c in stats.corrupt[:MAX_BROKER_LINES]),
+        f"deltas: {deltas['total']:,} ({deltas['with_requests']:,} with requests, "
+        f"{deltas['without_requests']:,} without)",
+        "",
+        f"{'api':<16}{'requests':>12}{'partitions':>14}{'bytes':>16}{'dropped':>10}",
+    ]
+    for api, block in [*data["by_api"].items(), ("total", data["totals"])]:
+        lines.append(
+            f"{api:<16}{block['requests']:>12,}{block['partitions']:>14,}{block['bytes']:>16,}{block['dropped']:>10,}"
+        )
+    brokers = sorted(data["by_broker"].items(), key=lambda kv: (-kv[1]["bytes"], int(kv[0])))
+    shown = brokers[:MAX_BROKER_LINES]
+    more = f" (the {len(shown)} busiest of {len(brokers)})" if len(brokers) > len(shown) else ""
+    lines += ["", f"{'broker' + more:<30}{'requests':>12}{'partitions':>14}{'bytes':>16}"]
+    lines += [f"{b:<30}{c['requests']:>12,}{c['partitions']:>14,}{c['bytes']:>16,}" for b, c in shown]
+    records = ", ".join(f"{name} {n:,}" for name, n in data["records_by_type"].items())
+    lines += ["", f"records by type: {records or 'none'}"]
+    return "\n".join(lines) + "\n"
+
+
+def format_comparison(versions: tuple[MetadataVersion, MetadataVersion], left: ReplayOutcome, right: ReplayOutcome) -> str:
+    """Per API: requests and bytes at each version and the difference (right minus left)."""
+    a, b = (_summary_dict(o.summary)["by_api"] for o in (left, right))
+    v1, v2 = (str(v) for v in versions)
+    zero = {"requests": 0, "bytes": 0}
+    lines = [
+        f"what-if: the same history at metadata.version {v1} and {v2} ({left.job.engine} engine)",
+        f"{'api':<16}{'requests ' + v1:>20}{'requests ' + v2:>20}{'diff':>10}"
+        f"{'bytes ' + v1:>20}{'bytes ' + v2:>20}{'diff':>14}{'diff %':>9}",
+    ]
+    rows = [(api, a.get(api, zero), b.get(api, zero)) for api in sorted(set(a) | set(b))]
+    total_a = {k: sum(x[1][k] for x in rows) for k in zero}
+    total_b = {k: sum(x[2][k] for x in rows) for k in zero}
+    for api, x, y in [*rows, ("total", total_a, total_b)]:
+        r1, r2, b1, b2 = x["requests"], y["requests"], x["bytes"], y["bytes"]
+        pct = f"{100 * (b2 - b1) / b1:+.1f}%" if b1 else "-"
+        lines.append(f"{api:<16}{r1:>20,}{r2:>20,}{r2 - r1:>+10,}{b1:>20,}{b2:>20,}{b2 - b1:>+14,}{pct:>9}")
+    return "\n".join(lines) + "\n"

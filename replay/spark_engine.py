@@ -1,0 +1,434 @@
+"""The Spark engine: the same rows as ``replay_local``, computed by Spark executors.
+
+Rules of this module (pyspark-notes.md Part A §2; the design):
+- The history is cut into *units*: runs of consecutive deltas that start at a batch boundary
+  where no transaction is open and no ``--coalesce`` group is pending. A unit carries the image
+  before its first delta and the last LeaderChange batch before it (so the delta grouping in
+  the unit sees the same KRaft leader), so each unit replays on its own, in parallel.
+- One planning task walks the history once, grouping deltas and folding the image with
+  ``apply_delta`` only (no requests): it is the cheap, sequential part. It emits each unit keyed
+  by its index; Spark routes unit i to partition i. Nothing of the log reaches the driver.
+- A unit task reads only its byte range (``read_segment(start=, stop=)``), runs the batch
+  engine per delta (``propagate_delta``), and keeps each request once: an UpdateMetadata body
+  shared by N brokers is one *send group* with its broker list, expanded per broker only when
+  the rows are written.
+- ``seq`` is per broker over the whole replay: each unit reports its per-broker counts (tiny),
+  the driver turns them into per-unit starting points (prefix sums), and the write tasks number
+  the rows and hash each frame (correlation id = seq, client id = controller id).
+- Rows are written by the write tasks with pyarrow straight into ``requests/part-NNNNN.parquet``,
+  one file per unit, in unit order, so the files read back in send order.
+- Text inputs (JSON lines, kafka-dump-log output) have no byte ranges: they form one unit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+from ctrlbatch.requests import request_head
+
+from .deltas import Delta, group_deltas
+from .errors import ReadStats
+from .image import EMPTY_IMAGE, MetadataImage, apply_delta
+from .records import LEADER_CHANGE, LogBatch
+from .sources import History, open_history
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+__all__ = ["HistorySource", "SparkReplay", "replay_spark", "DEFAULT_UNIT_BYTES"]
+
+_BROKER_EPOCH = struct.Struct(">q")  # the brokerEpoch field inside a shared body (batch/builders.py)
+DEFAULT_UNIT_BYTES = 24 << 20  # input bytes per unit (a unit is one task)
+_TEXT_KINDS = ("jsonl", "dump")
+Position = tuple[int, int]  # (segment index, byte position in that segment)
+
+
+@attrs.frozen(slots=True)
+class HistorySource:
+    """How an executor reopens the history (a picklable recipe, not the data)."""
+
+    path: str
+    from_snapshot: str | None = None
+    skip_corrupt: bool = False
+
+    def open(self) -> History:
+        snap: Any = self.from_snapshot
+        return open_history(self.path, from_snapshot=snap, skip_corrupt=self.skip_corrupt)
+
+
+@attrs.frozen(slots=True, repr=False)
+class Unit:
+    """A run of consecutive deltas that replays on its own: where it starts and stops in the
+    segments, the image before it, and the last LeaderChange control batch before it."""
+
+    index: int
+    start: Position | None  # None: from the beginning of the log
+    stop: Position | None  # None: to the end of the log
+    image: MetadataImage
+    leader_batch: LogBatch | None
+    with_snapshot: bool  # unit 0 of a history with a snapshot: it rebuilds the image and takes the image path
+
+    def __repr__(self) -> str:
+        return f"Unit({self.index}, {self.start} .. {self.stop}, image offset {self.image.offset})"
+
+
+@attrs.frozen(slots=True)
+class SendGroup:
+    """One request body delivered to one or more brokers (the UpdateMetadata fan-out stays one)."""
+
+    row: dict[str, Any]  # the row's broker-independent columns
+    api_key: int
+    api_version: int
+    data: bytes
+    epoch_offset: int | None
+    brokers: tuple[int, ...]
+    broker_epochs: tuple[int, ...]
+
+
+@attrs.frozen(slots=True, repr=False)
+class SparkReplay:
+    """What the driver gets back: the per-unit summaries merged, and rows written."""
+
+    summary: Any
+    stats: ReadStats
+    rows: int
+    units: int
+
+    def __repr__(self) -> str:
+        return f"SparkReplay({self.rows:,} rows, {self.units} units)"
+
+
+# ---------------------------------------------------------------- reading a unit's batches
+
+
+def _segment_batches(
+    history: History, start: Position | None, stop: Position | None, stats: ReadStats
+) -> Iterator[LogBatch]:
+    """The log batches of history in [start, stop), filtered like History.batches()."""
+    from .segments import read_segment
+
+    segments = history.segments
+    first = start[0] if start else 0
+    last = stop[0] if stop else len(segments) - 1
+    begin_offset = history.start_offset
+    for i in range(first, last + 1):
+        pos = start[1] if start and i == start[0] else 0
+        end = stop[1] if stop and i == stop[0] else None
+        if end is not None and end <= pos:
+            continue
+        for batch in read_segment(segments[i], skip_corrupt=history.skip_corrupt, stats=stats, start=pos, stop=end):
+            if batch.last_offset < begin_offset:
+                continue
+            if batch.base_offset < begin_offset:
+                batch = attrs.evolve(
+                    batch,
+                    records=tuple(r for r in batch.records if r.offset >= begin_offset),
+                    control_records=tuple(c for c in batch.control_records if c.offset >= begin_offset),
+                )
+            yield batch
+
+
+def _is_leader_change(batch: LogBatch) -> bool:
+    return batch.control and any(c.type == LEADER_CHANGE for c in batch.control_records)
+
+
+# ---------------------------------------------------------------- planning (one task)
+
+
+def _snapshot_image(history: History, counted: Any = None) -> tuple[MetadataImage, Delta | None]:
+    """The image the snapshot holds and its pseudo-delta (as replay_local builds them), or the
+    empty image and None without a snapshot."""
+    from .local_engine import snapshot_image
+
+    snapshot = history.snapshot
+    if snapshot is None:
+        return EMPTY_IMAGE, None
+    batches = history.snapshot_batches()
+    image, timestamp, _ = snapshot_image(
+        batches if counted is None else counted(batches), end_offset=snapshot.end_offset, epoch=snapshot.epoch
+    )
+    return image, Delta(image.offset, timestamp, image.epoch, (), None, 0)
+
+
+class _Tracker:
+    """Feeds batches to group_deltas while remembering where each one is (segment, position)."""
+
+    def __init__(self, batches: Iterable[LogBatch], segment_index: dict[str, int]) -> None:
+        self._batches = iter(batches)
+        self._segment_index = segment_index
+        self.current: LogBatch | None = None
+        self.last_leader: LogBatch | None = None
+        self.on_next: Any = None  # called with the position of the next batch pulled, once
+
+    def __iter__(self) -> Iterator[LogBatch]:
+        for batch in self._batches:
+            if self.on_next is not None:
+                hook, self.on_next = self.on_next, None
+                hook((self._segment_index[batch.source], batch.position))
+            self.current = batch
+            if _is_leader_change(batch):
+                self.last_leader = batch
+            yield batch
+
+
+def plan_units(source: HistorySource, coalesce: int, unit_bytes: int) -> Iterator[tuple[int, Unit]]:
+    """Walk the history once (apply only) and cut it into units of about ``unit_bytes``."""
+    history = source.open()
+    with_snapshot = history.snapshot is not None
+    if history.kind in _TEXT_KINDS or not history.segments:
+        yield 0, Unit(0, None, None, EMPTY_IMAGE, None, with_snapshot)
+        return
+    image, _ = _snapshot_image(history)
+    sizes = [os.path.getsize(s) for s in history.segments]
+    before = [sum(sizes[:i]) for i in range(len(sizes))]
+    index = {s: i for i, s in enumerate(history.segments)}
+    tracker = _Tracker(_segment_batches(history, None, None, ReadStats()), index)
+    pending: dict[str, Any] = {"index": 0, "start": None, "image": image, "leader": None, "snapshot": with_snapshot}
+    next_cut = unit_bytes
+    out: list[tuple[int, Unit]] = []
+
+    def cut(position: Position) -> None:
+        unit = Unit(pending["index"], pending["start"], position, pending["image"], pending["leader"], pending["snapshot"])
+        out.append((unit.index, unit))
+        pending.update(index=unit.index + 1, start=position, image=cut_image, leader=leader_at_cut, snapshot=False)
+
+    cut_image = image
+    leader_at_cut: LogBatch | None = None
+    for delta in group_deltas(tracker, coalesce):
+        image = _advance(image, delta)
+        batch = tracker.current
+        assert batch is not None
+        done = before[index[batch.source]] + batch.position
+        if delta.last_offset == batch.last_offset and done >= next_cut:
+            cut_image, leader_at_cut = image, tracker.last_leader
+            tracker.on_next = cut
+            next_cut = done + unit_bytes
+        if out:
+            yield out.pop()
+    yield pending["index"], Unit(
+        pending["index"], pending["start"], None, pending["image"], pending["leader"], pending["snapshot"]
+    )
+
+
+def _advance(image: MetadataImage, delta: Delta) -> MetadataImage:
+    """The image after delta, exactly as propagate_delta leaves it (without building requests)."""
+    return apply_delta(image, delta.records, offset=delta.last_offset, epoch=delta.epoch)[0]
+
+
+# ---------------------------------------------------------------- running a unit
+
+
+def _template_row(delta: Any, send: Any) -> dict[str, Any]:
+    """The columns every broker's copy of this request shares (rows.request_row without the
+    broker, seq and hash, which the write stage fills in)."""
+    from .rows import partition_count, update_type_of
+
+    req = send.request
+    builder = req.builder
+    controller_id = builder.controller_id
+    head = request_head(req.api_key, req.version, 0, str(controller_id), len(req.shared.data))
+    return {
+        "delta": delta.last_offset,
+        "timestamp": delta.timestamp,
+        "api_key": req.api_key,
+        "api_version": req.version,
+        "controller_id": controller_id,
+        "controller_epoch": builder.controller_epoch,
+        "update_type": update_type_of(send),
+        "partitions": partition_count(send),
+        "bytes": len(head) + len(req.shared.data),
+        "dropped": False,
+    }
+
+
+def _groups_of(delta: Any, sends: list[Any]) -> Iterator[SendGroup]:
+    """Delivered sends as groups: consecutive sends of one shared body become one group."""
+    group: list[Any] = []
+
+    def flush() -> SendGroup:
+        req = group[0].request
+        return SendGroup(
+            _template_row(delta, group[0]), req.api_key, req.version, bytes(req.shared.data),
+            req.shared.epoch_offset, tuple(s.broker for s in group), tuple(s.request.broker_epoch for s in group),
+        )
+
+    for send in sends:
+        if send.dropped:
+            continue
+        if group and (send.request.shared is not group[0].request.shared
+                      or send.request.builder is not group[0].request.builder):
+            yield flush()
+            group = []
+        group.append(send)
+    if group:
+        yield flush()
+
+
+def run_unit(source: HistorySource, options: Any, coalesce: int, unit: Unit) -> Iterator[Any]:
+    """Replay one unit: its SendGroups in send order, then one ``(counts, summary, stats)`` tuple."""
+    from .propagator import propagate_delta, propagate_image
+    from .summary import ReplaySummary
+
+    history = source.open()
+    summary = ReplaySummary()
+    stats = ReadStats()
+    counts: Counter[int] = Counter()
+
+    def counted(batches: Iterable[LogBatch]) -> Iterator[LogBatch]:
+        for b in batches:
+            summary.count_batch(b)
+            yield b
+
+    def emit(delta: Delta, sends: list[Any]) -> Iterator[SendGroup]:
+        delivered = 0
+        for send in sends:
+            if send.dropped:
+                summary.count_dropped(send.request.api_key)
+        for group in _groups_of(delta, sends):
+            row = dict(group.row)
+            for broker in group.brokers:
+                row["broker"] = broker
+                summary.count_row(row)
+            delivered += len(group.brokers)
+            counts.update(group.brokers)
+            yield group
+        summary.count_delta(delivered)
+
+    image = unit.image
+    if unit.with_snapshot:
+        image, start = _snapshot_image(history, counted)
+        assert start is not None
+        yield from emit(start, propagate_image(image, options))
+    if history.kind in _TEXT_KINDS or not history.segments:
+        batches: Iterable[LogBatch] = history.batches()
+    else:
+        batches = _segment_batches(history, unit.start, unit.stop, stats)
+    batches = counted(batches)
+    if unit.leader_batch is not None:
+        batches = _prepend(unit.leader_batch, batches)
+    for delta in group_deltas(batches, coalesce):
+        image, sends = propagate_delta(image, delta, options)
+        yield from emit(delta, sends)
+    history.stats.merge(stats)
+    yield (dict(counts), summary, history.stats)
+
+
+def _last(items: Iterable[Any]) -> list[Any]:
+    return list(deque(items, maxlen=1))
+
+
+def _prepend(first: LogBatch, rest: Iterable[LogBatch]) -> Iterator[LogBatch]:
+    yield first
+    yield from rest
+
+
+# ---------------------------------------------------------------- writing a unit's rows
+
+
+def frame_sha256(group: SendGroup, broker_epoch: int, seq: int, client_id: str) -> tuple[str, bytes]:
+    """The hex sha256 of the frame this broker gets with correlation id seq, and the frame."""
+    head = request_head(group.api_key, group.api_version, seq, client_id, len(group.data))
+    off = group.epoch_offset
+    if off is None:
+        frame = head + group.data
+    else:
+        data = group.data
+        frame = b"".join((head, data[:off], _BROKER_EPOCH.pack(broker_epoch), data[off + _BROKER_EPOCH.size :]))
+    return hashlib.sha256(frame).hexdigest(), frame
+
+
+def expand_rows(groups: Iterable[SendGroup], first_seq: dict[int, int], with_frames: bool) -> Iterator[dict[str, Any]]:
+    """One row per broker of each group, numbered from first_seq (updated in place)."""
+    for group in groups:
+        client_id = str(group.row["controller_id"])
+        for broker, epoch in zip(group.brokers, group.broker_epochs, strict=True):
+            seq = first_seq.get(broker, 0)
+            first_seq[broker] = seq + 1
+            digest, frame = frame_sha256(group, epoch, seq, client_id)
+            row = dict(group.row)
+            row["broker"] = broker
+            row["seq"] = seq
+            row["sha256"] = digest
+            row["frame"] = frame if with_frames else None
+            yield row
+
+
+def write_unit(index: int, groups: Iterable[Any], first_seq: dict[int, int], directory: str, with_frames: bool) -> int:
+    from .output import ParquetRows
+    from .rows import REQUEST_SCHEMA
+
+    writer = ParquetRows(Path(directory), REQUEST_SCHEMA, name=f"part-{index:05d}.parquet")
+    writer.write(expand_rows((g for g in groups if isinstance(g, SendGroup)), dict(first_seq), with_frames))
+    writer.close()
+    return writer.count
+
+
+# ---------------------------------------------------------------- the driver
+
+
+def replay_spark(
+    spark: SparkSession,
+    source: HistorySource,
+    options: Any,
+    *,
+    coalesce: int = 1,
+    requests_dir: str | os.PathLike[str] | None = None,
+    with_frames: bool = False,
+    unit_bytes: int = DEFAULT_UNIT_BYTES,
+) -> SparkReplay:
+    """Replay ``source`` on ``spark``; rows go to ``requests_dir`` (Parquet) when given.
+
+    Returns the merged summary and read counters; the log itself never reaches the driver."""
+    from pyspark import StorageLevel
+
+    if not isinstance(source, HistorySource):
+        raise TypeError(f"source: expected a HistorySource, got {type(source).__name__}")
+    if not isinstance(coalesce, int) or coalesce < 1:
+        raise ValueError(f"coalesce: expected an integer >= 1, got {coalesce!r}")
+    if not isinstance(unit_bytes, int) or unit_bytes < 1:
+        raise ValueError(f"unit_bytes: expected a positive integer, got {unit_bytes!r}")
+    sc: SparkContext = spark.sparkContext
+    source.open()  # fail early, on the driver, with the reader's error for a bad path
+    plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes))
+    keyed = plans.persist(StorageLevel.MEMORY_AND_DISK)
+    count = keyed.count()
+    routed = keyed.partitionBy(count, lambda k: k).values()
+    groups = routed.flatMap(lambda unit: run_unit(source, options, coalesce, unit)).persist(StorageLevel.MEMORY_AND_DISK)
+    trailers = groups.mapPartitions(_last).collect()  # groups are small: the fan-out is not expanded yet
+    keyed.unpersist()
+    counts = [t[0] for t in trailers]
+    first: list[dict[int, int]] = []
+    running: Counter[int] = Counter()
+    for c in counts:
+        first.append(dict(running))
+        running.update(c)
+    from .summary import ReplaySummary
+
+    summary = ReplaySummary()
+    stats = ReadStats()
+    for _counts, part, part_stats in trailers:
+        summary.merge(part)
+        stats.merge(part_stats)
+    rows = 0
+    if requests_dir is not None:
+        directory = os.fspath(requests_dir)
+        os.makedirs(directory, exist_ok=True)
+        starts = sc.broadcast(first)
+        written = groups.mapPartitionsWithIndex(
+            lambda i, it: [write_unit(i, it, starts.value[i], directory, with_frames)]
+        ).collect()
+        rows = sum(written)
+    groups.unpersist()
+    return SparkReplay(summary, stats, rows, count)
+
+
+Engine = Literal["spark", "local"]
