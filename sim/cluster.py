@@ -4,9 +4,7 @@ Rules:
 - Everything binds to 127.0.0.1. Brokers are ZooKeeper-mode brokers with migration enabled that
   register with the endpoint by themselves (lifecycle.py); the controller is a KRaft controller
   driving them (kraft_controller requests, the registration epoch as broker epoch).
-- Registration events drive the SimController (kafka-broker-registration.md §5): joined (or
-  unfenced after a failure) -> broker_joined; bounced -> failure then startup; fenced or
-  shutdown-now -> broker_failed; controlled-shutdown -> controlled_shutdown.
+- Registration events drive the SimController through membership.apply_event.
 - The harness records, per broker, what the controller handed to the channel (the body bytes, in
   order) and when the broker was removed, so invariants.py can check delivery, ordering and that
   nothing reached a removed broker. ``converged()`` compares every live broker's metadata cache
@@ -26,14 +24,15 @@ import attrs
 
 from ctrlbatch.batch import OutboundRequest
 from ctrlbatch.batch.transport import ResponseCallback
-from ctrlbatch.context import Broker, EndPoint, MetadataVersion, SecurityProtocol
+from ctrlbatch.context import Broker, MetadataVersion
 from ctrlbatch.transport import AsyncControllerChannel
 
 from .broker_server import BrokerFaults, Received, SimulatedBroker
 from .controller_logic import SimController, expected_view
 from .controller_server import ControllerEndpoint
-from .controller_state import BrokerEvent, ControllerConfig, EventKind, Registration
+from .controller_state import BrokerEvent, ControllerConfig
 from .lifecycle import BrokerLifecycle
+from .membership import apply_event
 
 __all__ = ["ClusterConfig", "Period", "SimCluster"]
 
@@ -88,10 +87,6 @@ class _RecordingChannel:
         self.inner.remove_broker(broker_id)
         b = self.cluster.brokers.get(broker_id)
         self.cluster.periods[broker_id][-1].removed_at_connection = b.server.stats.connections if b is not None else 0
-
-
-def _broker_of(reg: Registration) -> Broker:
-    return Broker(reg.broker_id, tuple(EndPoint(h, p, n, SecurityProtocol(sp)) for n, h, p, sp in reg.listeners), reg.rack)
 
 
 class SimCluster:
@@ -206,20 +201,9 @@ class SimCluster:
         return any(info.leader_and_isr.leader == broker_id for info in ctx.partitions_leadership_info.values())
 
     def _on_events(self, events: list[BrokerEvent]) -> None:
-        ctl = self.controller
         for e in events:
             self.event_log.append(e)
-            reg = self.endpoint.state.registrations[e.broker_id]
-            live = e.broker_id in ctl.ctx.live_or_shutting_down_broker_ids
-            if e.kind == EventKind.JOINED or (e.kind == EventKind.UNFENCED and not live):
-                ctl.broker_joined(_broker_of(reg), e.epoch)
-            elif e.kind == EventKind.BOUNCED:
-                ctl.broker_failed(e.broker_id)
-                ctl.broker_joined(_broker_of(reg), e.epoch)
-            elif e.kind in (EventKind.FENCED, EventKind.SHUTDOWN_NOW):
-                ctl.broker_failed(e.broker_id)
-            elif e.kind == EventKind.CONTROLLED_SHUTDOWN:
-                ctl.controlled_shutdown(e.broker_id)
+            apply_event(self.controller, self.endpoint.state.registrations[e.broker_id], e)
             if self.on_event is not None:
                 self.on_event(e)
 

@@ -131,7 +131,8 @@ class SimController:
         existing = [b for b in self.ctx.live_or_shutting_down_broker_ids]
         self.ctx.add_live_brokers({broker: epoch})
         self.channel.add_broker(broker)
-        self._send(lambda: self.batch.add_update_metadata_request_for_brokers(existing, ()))
+        if existing:
+            self._send(lambda: self.batch.add_update_metadata_request_for_brokers(existing, ()))
         self._send(lambda: self.batch.add_update_metadata_request_for_brokers([broker.id], self._all_partitions()))
         offline = [tp for tp in self._all_partitions() if self._leader(tp) < 0 and broker.id in self.ctx.partition_replica_assignment(tp)]
         hosted = [tp for tp in self._all_partitions() if broker.id in self.ctx.partition_replica_assignment(tp)]
@@ -144,7 +145,8 @@ class SimController:
                 if tp not in offline:
                     self._add_leader_and_isr(tp, [broker.id])
 
-        self._send(build)
+        if hosted:
+            self._send(build)
 
     def broker_bounced(self, broker: Broker, epoch: int) -> None:
         self.broker_failed(broker.id)

@@ -91,6 +91,7 @@ class BrokerLifecycle:
         self._task: asyncio.Task[None] | None = None
         self._client: FrameClient | None = None
         self._failures = 0
+        self._stopping = False
 
     def __repr__(self) -> str:
         return f"BrokerLifecycle(broker {self.state_of().broker_id}, {self.lifecycle.value}, epoch {self.epoch})"
@@ -100,6 +101,8 @@ class BrokerLifecycle:
             self._task = asyncio.get_running_loop().create_task(self._run(), name=f"broker-lifecycle-{self.state_of().broker_id}")
 
     async def stop(self) -> None:
+        # The flag too: Python 3.11's wait_for can swallow a cancel that races a response.
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -153,7 +156,7 @@ class BrokerLifecycle:
         await asyncio.sleep(delay * random.uniform(0.98, 1.02))
 
     async def _run(self) -> None:
-        while self.epoch is None:
+        while self.epoch is None and not self._stopping:
             response = await self._exchange(self._registration(), REGISTRATION_VERSION)
             if isinstance(response, BrokerRegistrationResponse) and response.error_code == 0:
                 self.epoch = response.broker_epoch
@@ -164,7 +167,7 @@ class BrokerLifecycle:
                 if isinstance(response, BrokerRegistrationResponse):
                     self.errors.append(response.error_code)
                 await self._backoff()
-        while True:
+        while not self._stopping:
             response = await self._exchange(self._heartbeat(), HEARTBEAT_VERSION)
             if not isinstance(response, BrokerHeartbeatResponse) or response.error_code != 0:
                 if isinstance(response, BrokerHeartbeatResponse):
