@@ -171,7 +171,7 @@ def read_dump(
                         if not skip_corrupt:
                             raise err from None
                         stats.corrupt.append(err.as_corrupt())
-                        done = None
+                        builder.control, done = None, None  # drop the bad batch
                     head, seen = None, 0
                     bad_batch = True  # until the line parses
                     if done is not None:

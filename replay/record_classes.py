@@ -55,14 +55,14 @@ def __getattr__(name: str) -> Any:
     return _build(spec)
 
 
-def record_class(type_id: int) -> type[Message] | None:
-    """The class of metadata record type type_id, or None for an unknown type."""
+def record_class(type_id: int) -> Any:
+    """The generated class (a Message subclass) of metadata record type type_id, or None if unknown."""
     spec = _SPECS_BY_TYPE.get(type_id)
     return None if spec is None else _build(spec)
 
 
-def control_class(type_id: int) -> type[Message] | None:
-    """The class of control record type type_id, or None for an unknown type."""
+def control_class(type_id: int) -> Any:
+    """The generated class (a Message subclass) of control record type type_id, or None if unknown."""
     spec = _CONTROL_SPECS.get(type_id)
     return None if spec is None else _build(spec)
 

@@ -20,7 +20,7 @@ import attrs
 
 from .errors import ReadStats, ReplayInputError
 from .records import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, LogBatch
-from .segments import read_segment
+from .segments import count_batch, read_segment
 
 Kind = Literal["log", "checkpoint", "jsonl", "dump"]
 METADATA_DIR = "__cluster_metadata-0"
@@ -112,7 +112,8 @@ class History:
     """A metadata history: an optional snapshot, then log batches in offset order.
 
     segments are the .log files (in offset order) that hold offsets at or after the snapshot;
-    text inputs have none (their batches come from `source`). stats count what was read."""
+    text inputs have none (their batches come from `source`). stats count the batches the
+    iterators yielded (snapshot and log) and every corrupt piece skipped on the way."""
 
     source: str
     kind: Kind
@@ -138,24 +139,28 @@ class History:
         """The log batches after the snapshot, in offset order, control batches included."""
         if self.snapshot is not None and self.snapshot.path == self.source:
             return  # the input is the snapshot itself
+        seen = ReadStats(corrupt=self.stats.corrupt)  # what is read; self.stats: what is yielded
         if self.kind in ("jsonl", "dump"):
-            it = _text_batches(self.source, self.kind, self.skip_corrupt, self.stats)
+            it = _text_batches(self.source, self.kind, self.skip_corrupt, seen)
         else:
             it = (
                 b
                 for seg in self.segments
-                for b in read_segment(seg, skip_corrupt=self.skip_corrupt, stats=self.stats)
+                for b in read_segment(seg, skip_corrupt=self.skip_corrupt, stats=seen)
             )
         start = self.start_offset
         for batch in it:
             if batch.last_offset < start:
                 continue
-            if batch.base_offset < start:
+            if batch.base_offset < start:  # straddles the snapshot end: keep offsets >= start
+                kept = tuple(r for r in batch.records if r.offset >= start)
                 batch = attrs.evolve(
                     batch,
-                    records=tuple(r for r in batch.records if r.offset >= start),
+                    records=kept,
                     control_records=tuple(c for c in batch.control_records if c.offset >= start),
+                    noops=0 if batch.control else batch.last_offset - start + 1 - len(kept),
                 )
+            count_batch(self.stats, batch)
             yield batch
 
 
