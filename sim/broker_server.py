@@ -37,6 +37,8 @@ class BrokerFaults:
     close_at: set[int] = attrs.field(factory=set)
     delay: float = 0.0
     error_code: int | None = None
+    error_at: dict[int, int] = attrs.field(factory=dict)
+    """Request ordinal -> the error code answered to that request only."""
 
 
 @attrs.define
@@ -115,9 +117,11 @@ class SimulatedBroker:
                                  migration_enabled=old.migration_enabled)
         await self.server.start()
 
-    async def refuse(self, seconds: float) -> None:
-        """Refuse connections for ``seconds`` (open connections stay), then listen again."""
+    async def refuse(self, seconds: float, *, drop: bool = False) -> None:
+        """Refuse connections for ``seconds`` (open connections stay unless ``drop``), then listen again."""
         await self.server.close_listener()
+        if drop:
+            await self.server.drop_connections()
 
         async def reopen() -> None:
             await asyncio.sleep(seconds)
@@ -137,8 +141,9 @@ class SimulatedBroker:
         if self.ordinal in faults.close_at:
             _log.info("%s: fault: closing the connection on request #%d", self, self.ordinal)
             return None
-        if faults.error_code is not None:
-            response = error_response(h.request_api_key, h.request_api_version, decoded.body, faults.error_code)
+        code = faults.error_at.get(self.ordinal, faults.error_code)
+        if code is not None:
+            response = error_response(h.request_api_key, h.request_api_version, decoded.body, code)
         else:
             response = self.state.handle(h.request_api_key, h.request_api_version, decoded.body)
         if faults.delay > 0:

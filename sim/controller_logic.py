@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ctrlbatch.batch import (
@@ -197,7 +197,7 @@ class SimController:
 
     # ------------------------------------------------------------------ topics
 
-    def create_topics(self, assignments: dict[str, Sequence[Sequence[int]]], topic_ids: dict[str, uuid.UUID] | None = None) -> None:
+    def create_topics(self, assignments: Mapping[str, Sequence[Sequence[int]]], topic_ids: Mapping[str, uuid.UUID] | None = None) -> None:
         """New topics: leader = first live replica, ISR = live replicas; LeaderAndIsr is_new."""
         created: list[TopicPartition] = []
         for topic, parts in assignments.items():
