@@ -3,16 +3,22 @@
 Rules (kafka-controller-channel.md §1-§5, §7):
 - Every method is called on the loop's thread. send(), add_broker() and remove_broker() are plain
   functions (they never block or await); shutdown() and wait_until_idle() are coroutines.
-- One sender task per broker, named like Kafka's send thread, owns that broker's connection and
-  runs its BrokerChannelState: take the queue head, connect if needed (connect_timeout_ms), write
-  the frame, wait for its response (request_timeout_ms); each failed try is logged, the connection
-  closed, and the same request resent with a new correlation id after backoff_ms, forever.
-- Callbacks run in the sender task, on the loop's thread (Kafka runs them on the send thread). A
-  callback that raises is logged at ERROR, the connection is closed and the request is not
-  retried. A callback may call send() and remove_broker().
+- Each broker has a sender: its BrokerChannelState, its connection and at most one pending
+  step (a connect task, a back-off timer, or a try in flight). The sender is driven by events,
+  not by a task per request: a response, a lost connection, a time-out or the end of a back-off
+  settles the try through the state machine's ACTIONS and immediately starts the next try, so a
+  busy broker costs one socket read and one write per request and no task switch.
+- Kafka's send loop, step by step: take the queue head, connect if needed (connect_timeout_ms),
+  write the frame, wait for its response (request_timeout_ms); each failed try is logged, the
+  connection closed, and the same request resent with a new correlation id after backoff_ms,
+  forever.
+- Callbacks run on the loop's thread, as the response is read (Kafka runs them on the send
+  thread). A callback that raises is logged at ERROR, the connection is closed and the request is
+  not retried. A callback may call send(), add_broker() and remove_broker().
 - send() to an unknown broker logs Kafka's warning and drops the request. add_broker() of a
-  known id does nothing; remove_broker() of an unknown id raises KeyError. Removal cancels the
-  task, closes the connection and drops the queue and the request in flight: no callback runs.
+  known id does nothing; remove_broker() of an unknown id raises KeyError. Removal closes the
+  connection, stops the sender's timers and connect task, and drops the queue and the request in
+  flight: no callback runs for them.
 - Nothing outlives shutdown(): it removes every broker and awaits the tasks it cancelled.
 """
 
@@ -29,7 +35,7 @@ import attrs
 from ctrlbatch.context import Broker, Node
 
 from . import log_messages as msg
-from .channel_state import ACTIONS, BrokerChannelState, Ending, QueueItem, Sendable, TryResult
+from .channel_state import ACTIONS, BrokerChannelState, Ending, Sendable, TryResult
 from .connection import Connection
 from .metrics import BrokerMetrics, ChannelMetrics
 from .options import ChannelOptions
@@ -44,22 +50,24 @@ Callback = Callable[[Any], None]
 
 @attrs.define(eq=False)
 class _Sender:
-    """One broker: its state machine, address, connection and task."""
+    """One broker: its state machine, address, connection and pending step."""
 
     state: BrokerChannelState
     node: Node
-    wakeup: asyncio.Event
     added_at: float
-    task: asyncio.Task[None] | None = None
     conn: Connection | None = None
-    waiter: asyncio.Future[bytes] | None = None
+    connecting: asyncio.Task[None] | None = None
+    backing_off: asyncio.TimerHandle | None = None
+    scheduled: bool = False  # a _pump is queued with call_soon
     removed: bool = False
+    deadline: float = 0.0  # loop time by which the try in flight must be answered
+    timer: asyncio.TimerHandle | None = None
     logged_count: int = 0
 
-
-def _expire(fut: asyncio.Future[bytes]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError())
+    @property
+    def busy(self) -> bool:
+        """A step is pending: a try in flight, a connect, or a back-off."""
+        return self.state.in_flight is not None or self.connecting is not None or self.backing_off is not None
 
 
 class AsyncControllerChannel:
@@ -68,11 +76,13 @@ class AsyncControllerChannel:
     def __init__(self, **options: Any) -> None:
         self.options = ChannelOptions(**options)
         self._client_id = self.options.effective_client_id
+        self._request_timeout = self.options.request_timeout_ms / 1000.0
         self._senders: dict[int, _Sender] = {}
         self._retired: set[asyncio.Task[None]] = set()
         self._pending = 0
         self._idle: asyncio.Event | None = None
         self._metrics_task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"<AsyncControllerChannel controller={self.options.controller_id} brokers={sorted(self._senders)}>"
@@ -81,14 +91,12 @@ class AsyncControllerChannel:
 
     def startup(self, brokers: Iterable[Broker] = ()) -> None:
         """Add the initial brokers and start the metrics log (needs the running loop)."""
-        asyncio.get_running_loop()
+        loop = self._running_loop()
         for broker in brokers:
             self.add_broker(broker)
         interval = self.options.metrics_log_interval_ms
         if interval is not None and self._metrics_task is None:
-            self._metrics_task = asyncio.get_running_loop().create_task(
-                self._log_metrics(interval / 1000.0), name="controller-channel-metrics"
-            )
+            self._metrics_task = loop.create_task(self._log_metrics(interval / 1000.0), name="controller-channel-metrics")
 
     async def shutdown(self) -> None:
         """Remove every broker (dropping what is queued, without callbacks) and await the tasks."""
@@ -103,23 +111,29 @@ class AsyncControllerChannel:
             await asyncio.gather(*tasks, return_exceptions=True)
             self._retired.difference_update(tasks)
 
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise RuntimeError("an AsyncControllerChannel is bound to the loop it was first used in")
+        return loop
+
     def add_broker(self, broker: Broker) -> None:
         """Start a queue and a sender for broker, on its inter-broker listener; no-op if known."""
         if not isinstance(broker, Broker):
             raise TypeError(f"broker must be a ctrlbatch.context.Broker, got {broker!r}")
+        self._running_loop()
         if broker.id in self._senders:
             return
-        loop = asyncio.get_running_loop()
-        node = broker.node(self.options.listener_name)
         endpoint = broker.end_point(self.options.listener_name)
         if endpoint.security_protocol is not self.options.security_protocol:
             raise ValueError(
                 f"broker {broker.id}: listener {endpoint.listener_name} uses {endpoint.security_protocol.name}; "
                 "ctrlbatch.transport speaks PLAINTEXT only"
             )
-        s = _Sender(BrokerChannelState(broker.id), node, asyncio.Event(), time.monotonic())
-        self._senders[broker.id] = s
-        s.task = loop.create_task(self._run(s), name=self.options.send_thread_name(broker.id))
+        node = broker.node(self.options.listener_name)
+        self._senders[broker.id] = _Sender(BrokerChannelState(broker.id), node, time.monotonic())
         logger.debug("Controller %d trying to connect to broker %d", self.options.controller_id, broker.id)
 
     def remove_broker(self, broker_id: int) -> None:
@@ -129,12 +143,17 @@ class AsyncControllerChannel:
         except KeyError:
             raise KeyError(f"key not found: {broker_id}") from None
         s.removed = True
+        for handle in (s.timer, s.backing_off):
+            if handle is not None:
+                handle.cancel()
+        s.timer = s.backing_off = None
         self._settle(s.state.abandon())
         self._close(s)
-        if s.task is not None:
-            s.task.cancel()
-            self._retired.add(s.task)
-            s.task.add_done_callback(self._retired.discard)
+        task, s.connecting = s.connecting, None
+        if task is not None:
+            task.cancel()
+            self._retired.add(task)
+            task.add_done_callback(self._retired.discard)
 
     @property
     def broker_ids(self) -> frozenset[int]:
@@ -154,7 +173,9 @@ class AsyncControllerChannel:
         self._pending += 1
         if self._idle is not None:
             self._idle.clear()
-        s.wakeup.set()
+        if not s.scheduled and not s.busy:
+            s.scheduled = True
+            self._running_loop().call_soon(self._pump, s)
 
     async def wait_until_idle(self, timeout: float) -> bool:
         """True once every queue is empty and nothing is in flight; False after timeout seconds."""
@@ -173,113 +194,132 @@ class AsyncControllerChannel:
         if self._pending == 0 and self._idle is not None:
             self._idle.set()
 
-    async def _run(self, s: _Sender) -> None:
-        state = s.state
-        while True:
-            item = state.take(time.monotonic())
-            if item is None:
-                s.wakeup.clear()
-                await s.wakeup.wait()
-                continue
-            await self._deliver(s, item)
-            self._settle(1)
-
-    async def _deliver(self, s: _Sender, item: QueueItem) -> None:
-        """Try item until a try settles it, then run its callback (RequestSendThread.doWork)."""
-        state, opts = s.state, self.options
-        while True:
-            conn = s.conn if s.conn is not None else await self._connect(s)
-            if conn is None:
-                continue
-            cid = state.start_try()
-            result = await self._exchange(s, conn, item.request.encode_parts(cid, self._client_id))
-            action = state.end_try(result.ending)
-            if action.close:
-                self._close(s)
-            if action.deliver:
-                break
-            if action.retry:
-                logger.log(action.log_level, msg.send_failed(opts.controller_id, item.request, s.node, result.detail))
-            else:
-                logger.log(action.log_level, "%s: %s", msg.callback_failed(opts.controller_id, s.node), result.detail)
-            if action.backoff:
-                await asyncio.sleep(opts.backoff_ms / 1000.0)
-            if not action.retry:
-                return
-        if item.callback is None or s.removed:
+    def _pump(self, s: _Sender) -> None:
+        """Start the next step: take the head if nothing is current, connect, or write a try."""
+        s.scheduled = False
+        if s.removed or s.busy:
             return
-        try:
-            item.callback(result.response)
-        except Exception:
-            logger.exception(msg.callback_failed(opts.controller_id, s.node))
-            if ACTIONS[Ending.CALLBACK_FAILED].close:
-                self._close(s)
-            state.end_try(Ending.CALLBACK_FAILED)
+        state = s.state
+        if state.current is None and state.take(time.monotonic()) is None:
+            return
+        conn = s.conn
+        if conn is None:
+            s.connecting = self._running_loop().create_task(
+                self._connect(s), name=self.options.send_thread_name(state.broker_id)
+            )
+            return
+        item = state.current
+        assert item is not None
+        parts = item.request.encode_parts(state.start_try(), self._client_id)
+        size = 0
+        for p in parts:
+            size += len(p)
+        state.counters.bytes_sent += size
+        self._arm(s)
+        conn.send_parts(parts, size)
 
-    async def _connect(self, s: _Sender) -> Connection | None:
+    def _arm(self, s: _Sender) -> None:
+        """Set this try's deadline. One timer per sender, re-armed lazily when it fires before the
+        current deadline, so a try answered in time costs no timer operation."""
+        loop = self._running_loop()
+        s.deadline = loop.time() + self._request_timeout
+        if s.timer is None:
+            s.timer = loop.call_at(s.deadline, self._check_deadline, s)
+
+    def _check_deadline(self, s: _Sender) -> None:
+        s.timer = None
+        if s.removed or s.state.in_flight is None:
+            return
+        loop = self._running_loop()
+        if loop.time() >= s.deadline:
+            detail = f"no response within {self.options.request_timeout_ms} ms"
+            self._finish_try(s, TryResult(Ending.REQUEST_TIMED_OUT, detail=detail))
+        else:
+            s.timer = loop.call_at(s.deadline, self._check_deadline, s)
+
+    def _finish_try(self, s: _Sender, result: TryResult) -> None:
+        """Settle a try through ACTIONS, run the callback, then start the next step."""
+        state, opts = s.state, self.options
+        item = state.current
+        assert item is not None
+        action = state.end_try(result.ending)
+        if action.close:
+            self._close(s)
+        if action.deliver:
+            self._settle(1)
+            if item.callback is not None:
+                try:
+                    item.callback(result.response)
+                except Exception:
+                    logger.exception(msg.callback_failed(opts.controller_id, s.node))
+                    if ACTIONS[Ending.CALLBACK_FAILED].close:
+                        self._close(s)
+                    state.end_try(Ending.CALLBACK_FAILED)
+        elif action.retry:
+            logger.log(action.log_level, msg.send_failed(opts.controller_id, item.request, s.node, result.detail))
+        else:
+            logger.log(action.log_level, "%s: %s", msg.callback_failed(opts.controller_id, s.node), result.detail)
+            self._settle(1)
+        if action.backoff:
+            self._back_off(s)
+        else:
+            self._pump(s)
+
+    def _back_off(self, s: _Sender) -> None:
+        if not s.removed:
+            s.backing_off = self._running_loop().call_later(self.options.backoff_ms / 1000.0, self._backed_off, s)
+
+    def _backed_off(self, s: _Sender) -> None:
+        s.backing_off = None
+        self._pump(s)
+
+    async def _connect(self, s: _Sender) -> None:
         opts = self.options
         try:
             conn = await asyncio.wait_for(
-                Connection.open(s.node.host, s.node.port, self._frame_handler(s), self._lost_handler(s)),
+                Connection.open(s.node.host, s.node.port, self._on_frame(s), self._on_lost(s)),
                 opts.connect_timeout_ms / 1000.0,
             )
         except (OSError, TimeoutError) as e:
+            s.connecting = None
             reason = f"Failed to connect within {opts.connect_timeout_ms} ms" if isinstance(e, TimeoutError) else str(e)
             logger.warning(msg.connect_failed(opts.controller_id, s.node, reason))
             s.state.end_try(Ending.CONNECT_FAILED)
-            await asyncio.sleep(opts.backoff_ms / 1000.0)
-            return None
+            self._back_off(s)
+            return
+        s.connecting = None
+        if s.removed:
+            conn.close()
+            return
         logger.info(msg.connected(opts.controller_id, s.node))
         s.conn = conn
-        return conn
+        self._pump(s)
 
-    async def _exchange(self, s: _Sender, conn: Connection, parts: list[bytes | memoryview]) -> TryResult:
-        """Write one frame and wait for the frame that answers it."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bytes] = loop.create_future()
-        s.waiter = fut
-        timeout_ms = self.options.request_timeout_ms
-        handle = loop.call_later(timeout_ms / 1000.0, _expire, fut)
-        try:
-            s.state.counters.bytes_sent += sum(len(p) for p in parts)
-            conn.send_parts(parts)
-            frame = await fut
-        except ConnectionError as e:
-            return TryResult(Ending.CONNECTION_LOST, detail=str(e))
-        except TimeoutError:
-            return TryResult(Ending.REQUEST_TIMED_OUT, detail=f"no response within {timeout_ms} ms")
-        finally:
-            handle.cancel()
-            s.waiter = None
-        return s.state.on_frame(frame)
-
-    def _frame_handler(self, s: _Sender) -> Callable[[Connection, bytes], None]:
+    def _on_frame(self, s: _Sender) -> Callable[[Connection, bytes], None]:
         def on_frame(conn: Connection, frame: bytes) -> None:
-            fut = s.waiter
-            if fut is not None and not fut.done() and s.conn is conn:
-                fut.set_result(frame)
-                return
-            s.state.counters.bytes_received += len(frame) + 4
-            logger.log(
-                ACTIONS[Ending.UNSOLICITED_RESPONSE].log_level,
-                "Controller %d: %s from broker %s; closing the connection",
-                self.options.controller_id, Ending.UNSOLICITED_RESPONSE.value, msg.node_text(s.node),
-            )
-            if s.conn is conn:
-                self._close(s)
-            else:
+            if s.conn is not conn:
                 conn.close()
+                return
+            result = s.state.on_frame(frame)
+            if result.ending is Ending.UNSOLICITED_RESPONSE:
+                logger.log(
+                    ACTIONS[Ending.UNSOLICITED_RESPONSE].log_level,
+                    "Controller %d: %s (%s) from broker %s; closing the connection",
+                    self.options.controller_id, result.ending.value, result.detail, msg.node_text(s.node),
+                )
+                self._close(s)
+                return
+            self._finish_try(s, result)
 
         return on_frame
 
-    def _lost_handler(self, s: _Sender) -> Callable[[Connection, str], None]:
+    def _on_lost(self, s: _Sender) -> Callable[[Connection, str], None]:
         def on_lost(conn: Connection, reason: str) -> None:
             if s.conn is not conn:
                 return
             s.conn = None
-            fut = s.waiter
-            if fut is not None and not fut.done():
-                fut.set_exception(ConnectionError(reason))
+            if s.state.in_flight is not None:
+                self._finish_try(s, TryResult(Ending.CONNECTION_LOST, detail=reason))
 
         return on_lost
 

@@ -12,7 +12,8 @@ Rules:
   controller's max receive size is unlimited, kafka-controller-channel.md §2) and each frame goes
   to on_frame(connection, frame), in order.
 - The end of a connection (EOF, a socket error, a bad size prefix) is reported once through
-  on_lost(connection, reason); close() is idempotent and reports nothing.
+  on_lost(connection, reason), never from inside send_parts(); close() is idempotent and
+  reports nothing.
 """
 
 from __future__ import annotations
@@ -106,20 +107,21 @@ class Connection:
             raise
         return cls(loop, sock, on_frame, on_lost)
 
-    def send_parts(self, parts: Sequence[Buffer]) -> None:
-        """Write one frame given as buffers, without joining them."""
+    def send_parts(self, parts: Sequence[Buffer], size: int | None = None) -> None:
+        """Write one frame given as buffers (size: their total length, if known), without joining them."""
         if self.closed:
             raise ConnectionError("the connection is closed")
         if self._unsent:
             self._unsent.extend(memoryview(p) for p in parts)
             return
-        total = sum(len(p) for p in parts)
+        total = sum(len(p) for p in parts) if size is None else size
         try:
             sent = self._sock.sendmsg(parts)
         except (BlockingIOError, InterruptedError):
             sent = 0
         except OSError as e:
-            self._lose(f"send failed: {e}")
+            # Reported from the loop, not from inside the caller's send.
+            self._loop.call_soon(self._lose, f"send failed: {e}")
             return
         self.bytes_sent += sent
         if sent < total:

@@ -132,13 +132,35 @@ def test_a_response_with_another_correlation_id_or_undecodable_closes_and_resend
     assert [e for _, e, _ in got] == [1, 2, 3]
 
 
-def test_a_second_response_to_one_request_closes_the_connection(tt, servers):
+def test_a_second_response_to_one_request_fails_the_next_try(tt, servers):
+    # The extra frame is read as the answer to the next try: correlation id mismatch, resend.
     r = servers.responder({1: "extra"})
     requests = tt.make_requests([tt.broker(1, r.port)], 3)[1]
-    got, _ = _run(tt, r, requests, 3, {})
+    got, m = _run(tt, r, requests, 3, {})
+    assert r.epochs() == [1, 2, 3, 3]
+    assert [x.conn for x in r.received] == [0, 0, 0, 1]
+    assert [e for _, e, _ in got] == [1, 2, 3]
+    assert m.retries == 1
+
+
+def test_a_second_response_to_the_last_request_only_closes_the_connection(tt, servers):
+    r = servers.responder({1: "extra"})
+    b = tt.broker(1, r.port)
+    requests = tt.make_requests([b], 3)[1]
+    got, callback_for = _collector()
+    with ControllerChannelManager(**FAST) as channel:
+        channel.startup([b])
+        for i in range(2):
+            channel.send(1, requests[i], callback_for(1, i + 1))
+        assert channel.wait_until_idle(tt.TEST_TIMEOUT)
+        tt.wait_for(lambda: r.open == set())  # nothing in flight: the channel closed the connection
+        channel.send(1, requests[2], callback_for(1, 3))
+        assert channel.wait_until_idle(tt.TEST_TIMEOUT)
+        m = channel.metrics().broker(1)
     assert r.epochs() == [1, 2, 3]
     assert [x.conn for x in r.received] == [0, 0, 1]
     assert [e for _, e, _ in got] == [1, 2, 3]
+    assert m.retries == 0
 
 
 def test_a_callback_exception_closes_the_connection_and_drops_the_request(tt, servers, caplog):
@@ -207,9 +229,9 @@ def test_the_shared_body_buffer_goes_to_every_broker_uncopied(tt, servers, monke
     written: dict[int, list[object]] = {}
     original = connection.Connection.send_parts
 
-    def recording(self, parts):
+    def recording(self, parts, size=None):
         written.setdefault(self._fd, []).append([p.obj if isinstance(p, memoryview) else p for p in parts])
-        return original(self, parts)
+        return original(self, parts, size)
 
     monkeypatch.setattr(connection.Connection, "send_parts", recording)
     responders = {bid: servers.responder() for bid in (1, 2, 3)}
