@@ -32,7 +32,9 @@ from .spec import MessageSpec, StructSpec, iter_structs
 Encoder = Callable[[Any], bytes]
 Decoder = Callable[..., tuple[Any, int]]  # (data, pos=0) -> (object, end)
 
-__all__ = ["Decoder", "Encoder", "FieldFailure", "build", "encoder_for", "translating", "translating_decoder"]
+__all__ = [
+    "Decoder", "Encoder", "FieldFailure", "build", "check_version", "encoder_for", "translating", "translating_decoder",
+]
 
 
 # ---------------------------------------------------------------- encoding
@@ -188,9 +190,27 @@ def _walk(cls: Any) -> list[type]:
     return seen
 
 
+def check_version(spec: MessageSpec, version: object, *, encode: bool) -> None:
+    """Refuse a version the codec cannot build: a non-int (TypeError naming the parameter, what it
+    expects and what it got), or an int outside the valid range (Kafka's texts:
+    UnsupportedVersionError "Can't write version N of X" / DecodeError "Can't read ...")."""
+    valid = spec.valid_versions
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise TypeError(
+            f"version must be an int in {spec.name}'s valid range {valid.lowest}-{valid.highest}, "
+            f"not {type(version).__name__} ({version!r})"
+        )
+    if version not in valid:
+        if encode:
+            raise UnsupportedVersionError(f"Can't write version {version} of {spec.name}")
+        raise DecodeError(f"Can't read version {version} of {spec.name}", message=spec.name, version=version)
+
+
 def build(cls: Any, version: int, *, encode: bool) -> Any:
-    """The encoder (obj -> bytes) or decoder ((data, pos=0) -> (obj, end)) of cls at version."""
+    """The encoder (obj -> bytes) or decoder ((data, pos=0) -> (obj, end)) of cls at version;
+    check_version first."""
     spec = cls.MESSAGE
+    check_version(spec, version, encode=encode)
     if len(list(iter_structs(spec.fields))) != len(_walk(cls)):
         raise TypeError(f"{spec.name}: its classes do not match its spec's structs")
     if encode:

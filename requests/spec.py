@@ -109,7 +109,7 @@ class FieldSpec:
     def default_value(self) -> Any:
         """The Python value a field takes when absent (FieldSpec.java's default rules).
 
-        Structs give None here; codegen builds the default struct itself."""
+        Structs give None here; the generators build the default struct themselves."""
         d = self.default
         if d == "null":
             return None

@@ -1,6 +1,7 @@
 """Writes catalog.py, the project's description of the messages it ships, from Kafka's JSON.
 
-Usage: python -m ctrlbatch.requests.specgen ../shared/kafka/message > requests/catalog.py
+Usage: python -m ctrlbatch.requests.specgen [../shared/kafka/message] > requests/catalog.py
+(--help for the options).
 
 Rules: the JSON files are the truth; what the catalog holds beyond them (newer versions seen
 only upstream, see ../shared/kafka/message/SOURCE.txt) is listed in EXTENSIONS, applied here
@@ -9,13 +10,14 @@ and recorded in the catalog's BEYOND_JSON so the comparison test can take it bac
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 
 import attrs
 
-from .json_spec import load_json_spec, strip_comments
+from .json_spec import SpecError, load_json_spec, strip_comments
 from .spec import FieldSpec, MessageSpec, StructSpec, iter_structs, snake_case
 from .versions import Versions
 
@@ -156,5 +158,32 @@ def render(folder: str) -> str:
     return "\n\n".join(r.out)
 
 
+DEFAULT_FOLDER = "../shared/kafka/message"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: writes the catalog to stdout; a missing spec is an error for a person."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ctrlbatch.requests.specgen",
+        description="Write catalog.py (the messages ctrlbatch ships) from Kafka's JSON message specs, to stdout.",
+    )
+    parser.add_argument(
+        "folder", nargs="?", default=DEFAULT_FOLDER,
+        help=f"the folder of Kafka's JSON message specs (default: {DEFAULT_FOLDER})",
+    )
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.folder):
+        parser.error(f"{args.folder!r} is not a folder of Kafka JSON message specs")
+    missing = [n for n in SHIPPED if not os.path.isfile(os.path.join(args.folder, n + ".json"))]
+    if missing:
+        parser.error(f"{args.folder!r} lacks {', '.join(n + '.json' for n in missing)}")
+    try:
+        text = render(args.folder)
+    except SpecError as e:
+        parser.error(str(e))
+    sys.stdout.write(text)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.stdout.write(render(sys.argv[1] if len(sys.argv) > 1 else "../shared/kafka/message"))
+    sys.exit(main())

@@ -22,7 +22,11 @@ from ctrlbatch.requests import (
     LeaderAndIsrRequest,
     LeaderAndIsrTopicState,
     NotBytesError,
+    UnsupportedVersionError,
+    UpdateMetadataRequest,
     UpdateMetadataResponse,
+    codec,
+    specgen,
 )
 from ctrlbatch.requests.emit import Source, compile_source
 from ctrlbatch.requests.errors import check_buffer
@@ -222,3 +226,67 @@ def test_a_rejection_keeps_nothing_of_the_failed_attempt() -> None:
         tracemalloc.stop()
     assert info.value.__context__ is None and info.value.__cause__ is None
     assert kept < 1_000_000, kept
+
+
+# ---------------------------------------------------------------- explained from the failing line
+
+
+def test_a_truncated_fused_read_names_the_first_field_that_does_not_fit() -> None:
+    # UpdateMetadataRequest v0 starts with ControllerId, ControllerEpoch (int32s), read in one go.
+    with pytest.raises(DecodeError) as info:
+        UpdateMetadataRequest.decode(b"\x00\x00\x00\x01\x00\x00", 0)
+    e = info.value
+    assert (e.field, e.offset) == ("UpdateMetadataRequest.ControllerEpoch", 4)
+    assert e.reason == "the data ends inside this field (it takes 4 bytes, 2 remain)"
+
+
+def test_a_truncation_inside_an_array_element_names_its_index() -> None:
+    raw = LeaderAndIsrRequest(live_leaders=[LeaderAndIsrLiveLeader(broker_id=i, host_name="h", port=1) for i in range(3)]).encode(3)
+    # v3 ends with LiveLeaders: (BrokerId int32, HostName int16 + 1 byte, Port int32) each; cut in the last Port.
+    with pytest.raises(DecodeError) as info:
+        LeaderAndIsrRequest.decode(raw[:-1], 3)
+    assert (info.value.field, info.value.offset) == ("LeaderAndIsrRequest.LiveLeaders[2].Port", len(raw) - 4)
+
+
+# ---------------------------------------------------------------- the version parameter
+
+
+@pytest.mark.parametrize("encode", [True, False])
+@pytest.mark.parametrize(("version", "shown"), [("8", "str ('8')"), (4.0, "float (4.0)"), (True, "bool (True)"), (None, "NoneType (None)")])
+def test_a_version_that_is_not_an_int_says_what_it_expects(encode: bool, version: Any, shown: str) -> None:
+    with pytest.raises(TypeError) as info:
+        codec.build(LeaderAndIsrRequest, version, encode=encode)
+    assert str(info.value) == f"version must be an int in LeaderAndIsrRequest's valid range 0-7, not {shown}"
+
+
+def test_an_int_version_out_of_range_keeps_kafkas_text() -> None:
+    with pytest.raises(UnsupportedVersionError) as info:
+        codec.check_version(LeaderAndIsrRequest.MESSAGE, 8, encode=True)
+    assert str(info.value) == "Can't write version 8 of LeaderAndIsrRequest"
+    with pytest.raises(DecodeError) as dinfo:
+        codec.check_version(LeaderAndIsrRequest.MESSAGE, -1, encode=False)
+    assert str(dinfo.value) == "LeaderAndIsrRequest v-1: Can't read version -1 of LeaderAndIsrRequest"
+    codec.check_version(LeaderAndIsrRequest.MESSAGE, 7, encode=True)
+
+
+# ---------------------------------------------------------------- specgen's command line
+
+
+def test_specgen_help_is_help_not_a_path(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        specgen.main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m ctrlbatch.requests.specgen [-h] [folder]")
+    assert "the folder of Kafka's JSON message specs (default: ../shared/kafka/message)" in " ".join(out.split())
+
+
+def test_specgen_names_a_folder_that_is_not_one(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        specgen.main([str(tmp_path / "nope")])
+    assert info.value.code == 2
+    assert f"'{tmp_path / 'nope'}' is not a folder of Kafka JSON message specs" in capsys.readouterr().err
+    (tmp_path / "RequestHeader.json").write_text("{}")
+    with pytest.raises(SystemExit):
+        specgen.main([str(tmp_path)])
+    assert "lacks ResponseHeader.json, LeaderAndIsrRequest.json" in capsys.readouterr().err
