@@ -46,7 +46,7 @@ class ControllerChannelManager:
 
     Options (keywords): controller_id=0, client_id=None (the controller id), listener_name="PLAINTEXT",
     security_protocol=PLAINTEXT, connect_timeout_ms=30000, request_timeout_ms=30000, backoff_ms=100,
-    metrics_log_interval_ms=60000 (None: off), thread_name_prefix=None.
+    max_in_flight=1 (the only value), metrics_log_interval_ms=60000 (None: off), thread_name_prefix=None.
     """
 
     def __init__(self, **options: Any) -> None:

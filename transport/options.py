@@ -53,6 +53,14 @@ def _plaintext(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise ValueError(f"{attribute.name}: only PLAINTEXT is supported, got {value.name}")
 
 
+def _one(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value != 1 or isinstance(value, bool):
+        raise ValueError(
+            f"{attribute.name} must be 1, got {value!r}: Kafka's controller channel keeps one request in flight "
+            "per broker (max.in.flight 1, CCM:152-169) and this port does not pipeline"
+        )
+
+
 def _optional_str(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{attribute.name} must be a str or None, got {value!r}")
@@ -77,6 +85,8 @@ class ChannelOptions:
     connect_timeout_ms: int = attrs.field(default=30000, validator=_int_at_least(1))
     request_timeout_ms: int = attrs.field(default=30000, validator=_int_at_least(1))
     backoff_ms: int = attrs.field(default=100, validator=_int_at_least(0))
+    # Kafka's value, the only one accepted: it is what keeps the per-broker order across retries.
+    max_in_flight: int = attrs.field(default=1, validator=_one)
     # None turns the periodic metrics log line off.
     metrics_log_interval_ms: int | None = attrs.field(default=60000, validator=_optional_int_at_least(1))
     # Kafka's threadNamePrefix: thread and task names become "<prefix>:Controller-...".

@@ -168,6 +168,8 @@ def test_options_are_checked_and_named():
         ChannelOptions(request_timeout_ms="30s")
     with pytest.raises(ValueError, match="security_protocol: only PLAINTEXT"):
         ChannelOptions(security_protocol="SSL")
+    with pytest.raises(ValueError, match="max_in_flight must be 1, got 2"):
+        ChannelOptions(max_in_flight=2)
     with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
         AsyncControllerChannel(colour=1)
     assert ChannelOptions(controller_id=3).effective_client_id == "3"

@@ -274,3 +274,100 @@ def test_shutdown_leaves_no_thread_and_no_socket(tt, servers):
     tt.wait_for(lambda: all(not r.open for r in responders))
     assert tt.sockets_of(tt.open_fds()) == sockets_before
     channel.shutdown()  # a second shutdown is harmless
+
+
+def test_queue_size_gauges_and_the_metrics_log(tt, servers, caplog):
+    r = servers.responder({0: "delay:0.5"})
+    b = tt.broker(1, r.port)
+    requests = tt.make_requests([b], 5)[1]
+    with caplog.at_level(logging.INFO, logger="ctrlbatch.transport.metrics"):
+        with ControllerChannelManager(**{**FAST, "metrics_log_interval_ms": 100}) as channel:
+            channel.startup([b])
+            for req in requests:
+                channel.send(1, req)
+            tt.wait_for(lambda: len(r.received) == 1)
+            m = channel.metrics()
+            assert (m.broker(1).queue_size, m.total_queue_size, m.broker(1).request_count) == (4, 4, 1)
+            assert channel.wait_until_idle(tt.TEST_TIMEOUT)
+            tt.wait_for(lambda: any("count=5 " in msg for msg in caplog.messages))
+            m = channel.metrics().broker(1)
+    assert (m.queue_size, m.request_count, m.answered) == (0, 5, 5)
+    assert m.queue_time_max_ms >= 400  # the last one waited behind the delayed first
+    assert "TotalQueueSize=0" in caplog.messages
+    assert any(msg.startswith("broker-id=1 QueueSize=0 RequestRateAndQueueTimeMs(count=5 ") for msg in caplog.messages)
+
+
+def test_lifecycle_errors_are_clear(tt, servers, caplog):
+    r = servers.responder()
+    b = tt.broker(1, r.port)
+    requests = tt.make_requests([b], 2)[1]
+    channel = ControllerChannelManager(**FAST)
+    with caplog.at_level(logging.WARNING, logger="ctrlbatch.transport"):
+        channel.send(1, requests[0])  # not started: dropped like a send to an offline broker
+    assert "to broker 1, since it is offline." in caplog.text
+    with pytest.raises(TypeError, match="broker_id must be an int"):
+        channel.send("1", requests[0])
+    with pytest.raises(RuntimeError, match="not started"):
+        channel.add_broker(b)
+    channel.startup([b])
+    try:
+        with pytest.raises(RuntimeError, match="already started"):
+            channel.startup([b])
+        errors: list[BaseException] = []
+
+        def shutdown_from_callback(response: object) -> None:
+            try:
+                channel.shutdown()
+            except RuntimeError as e:
+                errors.append(e)
+
+        channel.send(1, requests[1], shutdown_from_callback)
+        assert channel.wait_until_idle(tt.TEST_TIMEOUT)
+        assert [str(e) for e in errors] == ["shutdown() cannot run on the channel's own thread (from a callback)"]
+        assert channel.running
+    finally:
+        channel.shutdown()
+
+
+def test_the_batch_engine_over_the_network(tt, servers):
+    """LeaderAndIsr then UpdateMetadata to 3 brokers, answered; the batch gets its events."""
+    from ctrlbatch.batch import (
+        ControllerBrokerRequestBatch,
+        LeaderAndIsrResponseReceived,
+        UpdateMetadataResponseReceived,
+    )
+    from ctrlbatch.context import (
+        ControllerContext,
+        LeaderAndIsr,
+        LeaderIsrAndControllerEpoch,
+        ReplicaAssignment,
+        TopicPartition,
+    )
+
+    responders = {bid: servers.responder() for bid in (1, 2, 3)}
+    brokers = [tt.broker(bid, r.port) for bid, r in responders.items()]
+    context = ControllerContext()
+    context.set_live_brokers({b: 10 + b.id for b in brokers})
+    events: list[object] = []
+    with ControllerChannelManager(controller_id=5, **FAST) as channel:
+        channel.startup(brokers)
+        batch = ControllerBrokerRequestBatch(5, context, "3.9-IV0", channel, on_event=events.append)
+        batch.new_batch()
+        for p in range(3):
+            tp = TopicPartition("foo", p)
+            assignment = ReplicaAssignment([1, 2, 3])
+            context.update_partition_full_replica_assignment(tp, assignment)
+            leadership = LeaderIsrAndControllerEpoch(LeaderAndIsr(1 + p, [1, 2, 3]), 7)
+            context.put_partition_leadership_info(tp, leadership)
+            batch.add_leader_and_isr_request_for_brokers([1, 2, 3], tp, leadership, assignment, False)
+        batch.send_requests_to_brokers(7)
+        assert channel.wait_until_idle(tt.TEST_TIMEOUT)
+    for bid, r in responders.items():
+        assert [(x.api_key, x.version, x.controller_epoch, x.broker_epoch) for x in r.received] == [
+            (4, 7, 7, 10 + bid), (6, 8, 7, 10 + bid),
+        ]
+        assert {x.client_id for x in r.received} == {"5"}
+    assert sorted((type(e).__name__, e.broker_id) for e in events) == sorted(
+        [("LeaderAndIsrResponseReceived", b) for b in (1, 2, 3)] + [("UpdateMetadataResponseReceived", b) for b in (1, 2, 3)]
+    )
+    assert all(isinstance(e, LeaderAndIsrResponseReceived | UpdateMetadataResponseReceived) for e in events)
