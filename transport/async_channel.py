@@ -221,7 +221,8 @@ class AsyncControllerChannel:
     def _arm(self, s: _Sender) -> None:
         """Set this try's deadline. One timer per sender, re-armed lazily when it fires before the
         current deadline, so a try answered in time costs no timer operation."""
-        loop = self._running_loop()
+        loop = self._loop
+        assert loop is not None
         s.deadline = loop.time() + self._request_timeout
         if s.timer is None:
             s.timer = loop.call_at(s.deadline, self._check_deadline, s)

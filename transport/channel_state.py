@@ -216,6 +216,8 @@ class BrokerChannelState:
             _, response = decode_response(frame, request.api_key, request.version)
         except (DecodeError, UnsupportedVersionError) as e:
             return TryResult(Ending.UNDECODABLE_RESPONSE, detail=str(e))
+        except Exception as e:  # a codec failure of another kind: still a bad frame, never a crash
+            return TryResult(Ending.UNDECODABLE_RESPONSE, detail=f"{type(e).__name__}: {e}")
         if request.api_key not in CONTROL_API_KEYS:
             return TryResult(Ending.UNEXPECTED_API_KEY, detail=f"Unexpected apiKey received: {request.api_key}")
         return TryResult(Ending.ANSWERED, response=response)

@@ -183,3 +183,16 @@ def test_every_item_settles_once_in_order_whatever_the_endings(n, script, enqueu
     assert cids == list(range(len(cids)))
     assert s.counters.tries == len(cids)
     assert s.counters.answered + s.counters.dropped == len(settled)
+
+
+def test_any_codec_failure_is_an_undecodable_response_not_a_crash(monkeypatch):
+    from ctrlbatch.transport import channel_state
+
+    def broken(frame, api_key, version):
+        raise ValueError("codec bug")
+
+    monkeypatch.setattr(channel_state, "decode_response", broken)
+    s = _in_flight_state()
+    result = s.on_frame(answer(0))
+    assert (result.ending, result.detail) == (Ending.UNDECODABLE_RESPONSE, "ValueError: codec bug")
+    assert s.end_try(result.ending).retry
