@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import attrs
 
 from .errors import ReadStats, ReplayInputError
-from .json_convert import JsonRecordError, from_json
+from .json_convert import from_json
 from .jsonl import BatchBuilder, LineError, parse_record
 from .record_classes import CONTROL_VERSION, control_class
 from .records import CONTROL_TYPE_IDS, ControlRecord, LogBatch
@@ -110,6 +110,8 @@ def _record(line: str, offset: int) -> ControlRecord | object:
             doc = json.loads(payload)
         except json.JSONDecodeError as e:
             raise LineError(f"invalid JSON payload: {e.msg} at column {e.colno + len(head) + 10}") from None
+        except (ValueError, RecursionError) as e:  # a number too long, nesting too deep
+            raise LineError(f"invalid JSON payload: {type(e).__name__}: {str(e)[:80]}") from None
         if not isinstance(doc, dict) or not {"type", "version", "data"} <= doc.keys():
             raise LineError('the payload is not {"type", "version", "data"}')
         return parse_record(doc["type"], doc["version"], doc["data"], offset)
@@ -125,8 +127,8 @@ def _record(line: str, offset: int) -> ControlRecord | object:
         cls = control_class(type_id)
         try:
             data = from_json(cls, json.loads(m.group(2)), CONTROL_VERSION, m.group(1))
-        except (json.JSONDecodeError, JsonRecordError) as e:
-            raise LineError(f"{m.group(1)}: {e}") from None
+        except (ValueError, RecursionError) as e:  # JSONDecodeError and JsonRecordError are ValueErrors
+            raise LineError(f"{m.group(1)}: {str(e)[:200]}") from None
         return ControlRecord(offset, type_id, data)
     raise LineError("a record line without a payload or control record")
 

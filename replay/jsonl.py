@@ -186,6 +186,8 @@ def read_jsonl(
                     doc = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise LineError(f"invalid JSON: {e.msg} at column {e.colno}") from None
+                except (ValueError, RecursionError) as e:  # a number too long, nesting too deep
+                    raise LineError(f"invalid JSON: {type(e).__name__}: {str(e)[:80]}") from None
                 if not isinstance(doc, dict):
                     raise LineError(f"expected a JSON object, got {type(doc).__name__}")
                 missing = [k for k in ("offset", "type", "version", "data") if k not in doc]

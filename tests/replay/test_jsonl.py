@@ -319,3 +319,25 @@ def test_a_short_dump_batch_loses_only_itself_when_skipping(tmp_path: Path) -> N
     got = list(read_dump(path, skip_corrupt=True, stats=stats))
     assert [b.base_offset for b in got] == [0, 1, 6, 4871, 4873]
     assert [c.position for c in stats.corrupt] == [14]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"offset":' + "9" * 5000 + "}",
+        '{"offset":1,"type":"TOPIC_RECORD","version":0,"data":' + "[" * 50_000 + "}",
+    ],
+    ids=["deep nesting", "huge number", "deep data"],
+)
+def test_hostile_json_is_a_line_error(tmp_path: Path, bad: str) -> None:
+    path = _jsonl(tmp_path, TOPIC % 0, bad)
+    with pytest.raises(ReplayInputError, match="line 2: invalid JSON"):
+        list(read_jsonl(path))
+    dump = tmp_path / "d.txt"
+    dump.write_text(
+        "baseOffset: 0 lastOffset: 0 count: 1 partitionLeaderEpoch: 1 isControl: false CreateTime: 5 isvalid: true\n"
+        f"| offset: 0 payload: {bad}\n"
+    )
+    with pytest.raises(ReplayInputError, match="line 2: invalid JSON payload"):
+        list(read_dump(dump))
