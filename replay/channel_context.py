@@ -17,6 +17,7 @@ provided (``broker_membership_version``: constant, the image never changes;
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import KeysView, Mapping, Sequence
 from typing import Any
@@ -56,8 +57,10 @@ def _broker_view(registrations: Mapping[int, BrokerRegistration]) -> _BrokerView
     return view
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def leadership_of(partition: PartitionRegistration, kraft_epoch: int) -> LeaderIsrAndControllerEpoch:
-    """MCCC.partitionLeadershipInfo for a known partition (MCCC:43-54)."""
+    """MCCC.partitionLeadershipInfo for a known partition (MCCC:43-54); values are immutable,
+    so equal registrations share one (a bounded cache: most partitions do not change often)."""
     return LeaderIsrAndControllerEpoch(
         LeaderAndIsr(
             partition.leader, partition.isr, partition.leader_epoch, partition.partition_epoch,

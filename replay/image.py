@@ -141,7 +141,7 @@ class BrokerRegistration:
         )
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)
 class PartitionRegistration:
     """One partition's state (Kafka's PartitionRegistration, the fields the requests carry)."""
 

@@ -31,6 +31,7 @@ partitions by (topic, partition). The content equals what Kafka's call sequence 
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
@@ -171,6 +172,13 @@ class _Plan:
         self.stop.setdefault(tp, set()).update(brokers)
 
 
+_tp_key = operator.attrgetter("topic", "partition")
+
+
+def _item_key(item: tuple[TopicPartition, Any]) -> tuple[str, int]:
+    return _tp_key(item[0])
+
+
 def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int) -> None:
     """Feed the plan to the batch in canonical order, then send."""
     batch.new_batch()
@@ -178,7 +186,7 @@ def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int) ->
     if plan.umr_brokers:
         batch.add_update_metadata_request_for_brokers(sorted(plan.umr_brokers))
     from_context: list[TopicPartition] = []
-    for tp in sorted(plan.umr):
+    for tp in sorted(plan.umr, key=_tp_key):
         explicit = plan.umr[tp]
         if explicit is None:
             from_context.append(tp)
@@ -189,7 +197,7 @@ def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int) ->
         batch.add_update_metadata_request_for_brokers_with_state((), tp, **explicit)
     if from_context:
         batch.add_update_metadata_request_for_brokers((), from_context)
-    lisr = sorted(plan.lisr.items())
+    lisr = sorted(plan.lisr.items(), key=_item_key)
     first: dict[int, tuple[TopicPartition, _Lisr]] = {}
     for tp, entry in lisr:
         for b in entry.brokers:
@@ -199,7 +207,7 @@ def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int) ->
         batch.add_leader_and_isr_request_for_brokers((b,), tp, entry.info, entry.assignment, True)
     for tp, entry in lisr:
         batch.add_leader_and_isr_request_for_brokers(sorted(entry.brokers), tp, entry.info, entry.assignment, True)
-    stop = sorted(plan.stop.items())
+    stop = sorted(plan.stop.items(), key=_item_key)
     first_stop: dict[int, TopicPartition] = {}
     for tp, brokers in stop:
         for b in brokers:
@@ -214,11 +222,12 @@ def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int) ->
 def _all_partitions(image: MetadataImage) -> list[tuple[TopicPartition, PartitionRegistration]]:
     """Every partition of the image by (topic name, partition), named as in the image's name map."""
     out: list[tuple[TopicPartition, PartitionRegistration]] = []
-    for name, tid in image.topic_ids_by_name.items():
-        topic = image.topics.get(tid)
+    names = image.topic_ids_by_name
+    for name in sorted(names):
+        topic = image.topics.get(names[name])
         if topic is not None:
-            out.extend((TopicPartition(name, p), reg) for p, reg in topic.partitions.items())
-    out.sort(key=lambda e: e[0])
+            parts = topic.partitions
+            out.extend((TopicPartition(name, p), parts[p]) for p in sorted(parts))
     return out
 
 
