@@ -219,9 +219,3 @@ def build(cls: Any, version: int, *, encode: bool) -> Any:
     fast = src.compile(f"<ctrlbatch decode {spec.name} v{version}>")["decode"]
     return translating_decoder(fast, src, spec.name, version)
 
-
-def _compile(text: str, ns: dict[str, Any], name: str) -> dict[str, Any]:
-    """Deprecated: for layout.struct_encoder until it calls encoder_for; remove then."""
-    out = _exec((text, ns), name)
-    out.setdefault("_at", "")
-    return out

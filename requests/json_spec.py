@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from .spec import PRIMITIVES, FieldSpec, MessageSpec, StructSpec
-from .versions import NONE, Versions
+from .versions import HIGHEST, NONE, Versions
 
 
 class SpecError(ValueError):
@@ -161,7 +161,7 @@ class _Reader:
         if tag is not None and tag < 0:
             raise self.fail(name, f"tag {tag} is negative")
         if not tagged.empty:
-            if tagged.highest != 0x7FFF:
+            if tagged.highest != HIGHEST:
                 raise self.fail(name, f"taggedVersions {tagged} must be open-ended")
             if not tagged.is_subset_of(versions) or not tagged.is_subset_of(flexible):
                 raise self.fail(name, f"taggedVersions {tagged} must be a subset of versions and flexibleVersions")

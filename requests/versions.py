@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import attrs
 
-_HIGHEST = 0x7FFF
+HIGHEST = 0x7FFF  # "A+" reaches Short.MAX_VALUE: a version is an int16 on the wire (Versions.java)
 
 
 @attrs.frozen
@@ -25,7 +25,7 @@ class Versions:
             return NONE
         try:
             if text.endswith("+"):
-                return cls(int(text[:-1]), _HIGHEST)
+                return cls(int(text[:-1]), HIGHEST)
             if "-" in text:
                 lo, hi = text.split("-", 1)
                 r = cls(int(lo), int(hi))
@@ -54,7 +54,7 @@ class Versions:
     def __str__(self) -> str:
         if self.empty:
             return "none"
-        if self.highest == _HIGHEST:
+        if self.highest == HIGHEST:
             return f"{self.lowest}+"
         if self.lowest == self.highest:
             return str(self.lowest)
@@ -62,4 +62,4 @@ class Versions:
 
 
 NONE = Versions(1, 0)
-ALL = Versions(0, _HIGHEST)
+ALL = Versions(0, HIGHEST)

@@ -20,14 +20,18 @@ NULL_INT16_LENGTH = b"\xff\xff"  # classic null string: length -1 as int16
 NULL_COMPACT_LENGTH = b"\x00"  # compact null: length + 1 = 0
 EMPTY_TAGGED_FIELDS = b"\x00"  # a tagged-field section with no fields: count 0
 UV_TABLE_SIZE = 1 << 14  # values below 2**14 take at most two varint bytes: tabled, as the common case
+_VARINT_MAX_BYTES = 5  # 32 bits in 7-bit groups (ByteUtils.readUnsignedVarint)
+_PAYLOAD = 0x7F  # the 7 value bits of a varint byte
+_CONTINUES = 0x80  # the bit saying another byte follows
+_UINT32 = 0xFFFFFFFF  # varints carry 32 bits, read as a Java int
 
 
 def _uvarint_slow(n: int) -> bytes:
     if n < 0:
-        n &= 0xFFFFFFFF
+        n &= _UINT32
     out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
+    while n >= _CONTINUES:
+        out.append((n & _PAYLOAD) | _CONTINUES)
         n >>= 7
     out.append(n)
     return bytes(out)
@@ -41,7 +45,7 @@ def uvarint(n: int) -> bytes:
     """Unsigned varint bytes of n (0 <= n < 2**32)."""
     if 0 <= n < UV_TABLE_SIZE:
         return _UV_TABLE[n]
-    if n >= 1 << 32:
+    if n > _UINT32:
         raise EncodeError(f"unsigned varint value {n} does not fit in 32 bits")
     return _uvarint_slow(n)
 
@@ -51,19 +55,19 @@ def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
     value = 0
     shift = 0
     end = len(buf)
-    for _ in range(5):
+    for _ in range(_VARINT_MAX_BYTES):
         if pos >= end:
             raise DecodeError("the buffer ends inside a varint", offset=pos)
         b = buf[pos]
         pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            value &= 0xFFFFFFFF  # a 5th byte above 0x0f overflows silently, as in Java
+        value |= (b & _PAYLOAD) << shift
+        if not b & _CONTINUES:
+            value &= _UINT32  # a 5th byte above 0x0f overflows silently, as in Java
             return (value - (1 << 32) if value >= 1 << 31 else value), pos
         shift += 7
     raise DecodeError(
         "Varint is too long, the most significant bit in the 5th byte is set, "
-        f"converted value: {value & 0xFFFFFFFF:x}",
+        f"converted value: {value & _UINT32:x}",
         offset=pos - 1,
     )
 
