@@ -85,13 +85,33 @@ def type_name(record_type: int) -> str:
 
 
 class MetadataReplayError(CommandError):
-    """A record that Kafka's MetadataDelta would refuse: where (offset, type) and why."""
+    """A record that Kafka's MetadataDelta would refuse: where (offset, type) and why.
 
-    def __init__(self, record: Any, reason: str) -> None:
-        self.offset = getattr(record, "offset", None)
-        self.record_type = getattr(record, "type", None)
-        where = f"record at offset {self.offset} ({type_name(self.record_type or -1)} v{getattr(record, 'version', '?')})"
-        super().__init__(f"{where}: {reason}")
+    ``source`` (the file or input) is prefixed by the engines, which know it."""
+
+    def __init__(self, record: Any, reason: str, *, source: str | None = None) -> None:
+        self.offset: int | None = getattr(record, "offset", None)
+        self.record_type: int | None = getattr(record, "type", None)
+        self.reason = reason
+        where = "" if source is None else f"{source}: "
+        if record is not None:
+            name = "?" if self.record_type is None else type_name(self.record_type)
+            where += f"record at offset {self.offset} ({name} v{getattr(record, 'version', '?')}): "
+        super().__init__(where + reason)
+
+    def with_source(self, source: str) -> MetadataReplayError:
+        """The same error, naming the input it came from."""
+        return _rebuild(f"{source}: {self}", self.offset, self.record_type)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (str(self), self.offset, self.record_type))
+
+
+def _rebuild(message: str, offset: int | None, record_type: int | None) -> MetadataReplayError:
+    e = MetadataReplayError.__new__(MetadataReplayError)
+    CommandError.__init__(e, message)
+    e.offset, e.record_type, e.reason = offset, record_type, message
+    return e
 
 
 def _ids(values: Iterable[int] | None) -> tuple[int, ...]:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import attrs
 
 from .deltas import Delta, group_deltas
-from .image import EMPTY_IMAGE, MetadataImage, apply_delta
+from .image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
 from .propagator import ReplayOptions, Send, propagate_delta, propagate_image
 from .records import SNAPSHOT_HEADER
 from .rows import request_row
@@ -125,5 +125,11 @@ def replay_local(
             yield from rows.rows(delta, sends)
         result.image = image
 
-    result.rows = run()
+    def guarded() -> Iterator[dict[str, Any]]:
+        try:
+            yield from run()
+        except MetadataReplayError as e:
+            raise e.with_source(str(history.source)) from None
+
+    result.rows = guarded()
     return result

@@ -194,3 +194,12 @@ def test_images_pickle_and_keep_provenance() -> None:
     assert pickle.loads(pickle.dumps(image)) == image
     assert "1 brokers, 1 topics" in repr(image)
     assert image.with_topics([]).topics == {} and image.with_topics([T]).topic_ids_by_name == {"t": T}
+
+
+def test_errors_name_the_record_type_survive_pickling_and_take_a_source() -> None:
+    with pytest.raises(MetadataReplayError, match=r"offset 3 \(REGISTER_BROKER_RECORD v0\): malformed record data") as info:
+        apply_delta(EMPTY_IMAGE, [MetadataRecord(3, REGISTER_BROKER_RECORD, 0, None)])
+    e = info.value
+    again = pickle.loads(pickle.dumps(e))
+    assert str(again) == str(e) and (again.offset, again.record_type) == (3, REGISTER_BROKER_RECORD)
+    assert str(e.with_source("/x/y.log")).startswith("/x/y.log: record at offset 3")

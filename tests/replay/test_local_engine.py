@@ -223,3 +223,15 @@ def test_summaries_merge_additively_and_round_trip_through_json() -> None:
         assert d["deltas"]["total"] == sum(1 for k, _v in events if k == "delta")
 
     check()
+
+
+def test_a_record_the_replay_refuses_stops_it_naming_the_input_and_offset(tmp_path: Path) -> None:
+    from ctrlbatch.replay.image import MetadataReplayError
+
+    directory = tmp_path / "__cluster_metadata-0"
+    directory.mkdir()
+    bad = rec(PARTITION_CHANGE_RECORD, partition_id=0, topic_id=uuid.UUID(int=77), isr=[1])
+    (directory / "00000000000000000000.log").write_bytes(encode_batch(0, 1, 5, [register(1, 0)]) + encode_batch(1, 1, 6, [bad]))
+    result = replay_local(open_history(str(directory)), ReplayOptions())
+    with pytest.raises(MetadataReplayError, match=rf"^{directory}: record at offset 1 \(PARTITION_CHANGE_RECORD v0\)"):
+        result.drain()
