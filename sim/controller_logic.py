@@ -153,7 +153,9 @@ class SimController:
         self.broker_joined(broker, epoch)
 
     def broker_failed(self, broker_id: int) -> None:
-        """onBrokerFailure: leaders elected away from the broker, its replicas offline everywhere."""
+        """onBrokerFailure: leaders elected away from the broker, its replicas offline everywhere;
+        UpdateMetadata to the remaining brokers even when no partition is affected (the live
+        broker set changed, KafkaController.onReplicasBecomeOffline)."""
         if broker_id not in self.ctx.live_or_shutting_down_broker_ids:
             return
         self.channel.remove_broker(broker_id)
@@ -162,7 +164,7 @@ class SimController:
         self.ctx.remove_live_brokers([broker_id])
         self.ctx.shutting_down_broker_ids.discard(broker_id)
         affected = [tp for tp in self._all_partitions() if broker_id in self.ctx.partition_replica_assignment(tp)]
-        if not affected or not self.ctx.live_or_shutting_down_broker_ids:
+        if not self.ctx.live_or_shutting_down_broker_ids:
             return
 
         def build() -> None:
@@ -191,6 +193,9 @@ class SimController:
                 self.batch.add_stop_replica_request_for_brokers([broker_id], tp, False)
                 self._shrink_isr(tp, broker_id)
                 self._add_leader_and_isr(tp, [self._leader(tp)])
+            # a partition whose only replica shuts down loses its leader (as in KRaft) and still
+            # needs its UpdateMetadata, which no LeaderAndIsr add schedules
+            self.batch.add_update_metadata_request_for_brokers(self.ctx.live_or_shutting_down_broker_ids, led + followed)
 
         self._send(build)
         return len(led)
