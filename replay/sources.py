@@ -6,7 +6,8 @@ A directory is a `__cluster_metadata-0` directory, or a data directory holding o
 segments are read in base-offset order (the 20-digit names). A snapshot `<end>-<epoch>.checkpoint`
 holds the state before offset `end` (exclusive); the history then continues with the log
 batches whose last offset is >= end (records before end are dropped from a straddling batch).
-Without a snapshot, a log that does not start at offset 0 is refused: its state is missing.
+Without a snapshot, a log that does not start at offset 0 is refused: its state is missing; so are
+offsets that go backwards or skip (an overlapping or missing segment) unless skip_corrupt.
 """
 
 from __future__ import annotations
@@ -149,7 +150,23 @@ class History:
                 for b in read_segment(seg, skip_corrupt=self.skip_corrupt, stats=seen)
             )
         start = self.start_offset
+        expected = -1  # binary logs have dense offsets (every offset is a record)
+        corrupt = len(self.stats.corrupt)
         for batch in it:
+            if self.kind == "log" and expected >= 0 and batch.base_offset != expected:
+                gap = (
+                    "go backwards"
+                    if batch.base_offset < expected
+                    else f"skip {expected}..{batch.base_offset - 1}"
+                )
+                err = ReplayInputError(
+                    batch.source, batch.position, f"offsets {gap}: a segment overlaps or is missing"
+                )
+                if not self.skip_corrupt:
+                    raise err
+                if len(self.stats.corrupt) == corrupt:  # not explained by a corrupt batch skipped just before
+                    self.stats.corrupt.append(err.as_corrupt())
+            expected, corrupt = batch.last_offset + 1, len(self.stats.corrupt)
             if batch.last_offset < start:
                 continue
             if batch.base_offset < start:  # straddles the snapshot end: keep offsets >= start

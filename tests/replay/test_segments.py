@@ -241,3 +241,24 @@ def test_mutated_batches_raise_only_replay_input_error(
         list(scan_batches(path))
     except ReplayInputError:
         pass
+
+
+@needs_sample
+def test_batches_and_errors_unpickle_in_a_fresh_process(tmp_path: Path) -> None:
+    """Spark ships LogBatch values and errors between processes that never built the classes."""
+    import pickle
+    import subprocess
+    import sys
+
+    batches = list(read_segment(LOG))[:200]
+    err = ReplayInputError("x.log", 17, "CRC-32C mismatch")
+    (tmp_path / "b.pickle").write_bytes(pickle.dumps((batches, err)))
+    code = (
+        "import pickle, sys; b, e = pickle.load(open(sys.argv[1], 'rb')); "
+        "print(sum(len(x.records) for x in b), type(b[1].records[1].data).__qualname__, e.position, e.reason); "
+        "sys.stdout.flush(); pickle.dump(b, open(sys.argv[1] + '.back', 'wb'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "b.pickle")], capture_output=True, text=True, check=True)
+    n = sum(len(x.records) for x in batches)
+    assert out.stdout.split() == [str(n), "FeatureLevelRecord", "17", "CRC-32C", "mismatch"]
+    assert pickle.loads((tmp_path / "b.pickle.back").read_bytes()) == batches

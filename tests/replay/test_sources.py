@@ -136,3 +136,14 @@ def test_format_detection_is_by_content(tmp_path: Path) -> None:
     with pytest.raises(ReplayInputError, match="no <end offset>-<epoch>.checkpoint"):
         open_history(odd, from_snapshot="newest")
     shutil.rmtree(empty)
+
+
+def test_a_missing_segment_is_named(tmp_path: Path) -> None:
+    d = _history_dir(tmp_path)
+    (d / f"{4:020d}.log").unlink()
+    h = open_history(d)
+    with pytest.raises(ReplayInputError, match=rf"{7:020d}.log, byte offset 0: offsets skip 4..6"):
+        list(h.batches())
+    h = open_history(d, skip_corrupt=True)
+    assert [b.base_offset for b in h.batches()] == [0, 1, 2, 3, 7, 8, 9]
+    assert [c.reason for c in h.stats.corrupt] == ["offsets skip 4..6: a segment overlaps or is missing"]
