@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 import attrs
 
-from .emit import Source
+from .emit import Source, compile_source
 from .errors import DecodeError, EncodeError, UnsupportedVersionError, check_buffer
 from .gen_decoder import FieldNote, RunNote, decoder_source
 from .gen_encoder import FieldFailure, encoder_source
@@ -83,9 +83,7 @@ def encoder_for(spec: MessageSpec, version: int, struct_spec: StructSpec | None 
 
 def _exec(generated: tuple[str, dict[str, Any]], filename: str) -> dict[str, Any]:
     text, namespace = generated
-    src = Source()
-    src.lines = text.splitlines()
-    return src.compile(filename, namespace)
+    return compile_source(text, filename, dict(namespace))
 
 
 # ---------------------------------------------------------------- decoding

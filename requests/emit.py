@@ -65,18 +65,6 @@ class Source:
             self.depth -= 1
             self._note = saved
 
-    def indent(self) -> Any:
-        """Indent what is written inside, without a header line."""
-        return self._indented()
-
-    @contextmanager
-    def _indented(self) -> Iterator[None]:
-        self.depth += 1
-        try:
-            yield
-        finally:
-            self.depth -= 1
-
     @contextmanager
     def null_conditional(self, is_null: str, if_null: str) -> Iterator[None]:
         """Kafka's IsNullConditional: `if <is_null>: <if_null>` then an `else:` block holding what

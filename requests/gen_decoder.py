@@ -58,7 +58,7 @@ class DecoderGen:
         self.pending: list[tuple[str, str, int, str]] = []  # (format, target variable, width, path)
         self.src.namespace.update(
             _ruv=wire.read_uvarint, _astruct=wire.array_struct, DecodeError=DecodeError,
-            _UUID=uuid.UUID, _Z=ZERO_UUID, _ZB=bytes(16), _str=str,
+            _UUID=uuid.UUID, _Z=ZERO_UUID, _ZB=ZERO_UUID.bytes, _str=str,
         )
 
     def build(self) -> Source:

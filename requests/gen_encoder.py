@@ -80,9 +80,6 @@ class EncoderGen:
         self.struct_body(st, "o", st.name)
         s("return b''.join(out)")
 
-    def path(self, prefix: str, name: str) -> str:
-        return f"{prefix}.{name}" if prefix else name
-
     def at(self, where: str, name: str) -> None:
         """Checked flavour: remember the path of the field about to be written. where is the
         text of an f-string body (loop indices in braces)."""

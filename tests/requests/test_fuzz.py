@@ -71,6 +71,8 @@ def check_decode(cls: Any, version: int, data: bytes) -> Any:
         assert 0 <= e.offset <= len(data), (data.hex(), str(e))
         assert isinstance(e.reason, str) and e.reason, (data.hex(), repr(e))
         assert "internal decoder error" not in e.reason, (data.hex(), str(e))
+        # Nothing chains to the failed attempt, whose traceback would keep its partial objects alive.
+        assert e.__context__ is None and e.__cause__ is None, (data.hex(), repr(e.__context__))
         return None
     # Anything else (TypeError, IndexError, struct.error, MemoryError, ...) fails the test by escaping.
     assert isinstance(obj, cls)
