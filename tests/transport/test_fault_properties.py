@@ -88,3 +88,65 @@ def test_no_loss_no_reorder_no_pipelining_no_leak_under_random_faults(tt, plans)
                 assert got[k + 1].conn == got[k].conn + 1
         assert not fails[-1]
     assert tt.sockets_of(tt.open_fds()) == sockets_before
+
+
+ops = st.lists(
+    st.one_of(st.tuples(st.just("send"), st.integers(min_value=1, max_value=4)), st.just(("bounce", 0))),
+    min_size=1, max_size=8,
+)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=ops, delay=st.sampled_from(["answer", "delay:0.005", "delay:0.02"]))
+def test_removal_drops_what_was_queued_and_later_requests_use_new_connections(tt, servers, script, delay):
+    """The threaded manager under sends and bounces (remove_broker then add_broker) of one broker:
+    no callback of a removed period after its removal; the last period's requests all answered,
+    in order; a new period never reuses an old connection; never two requests in flight."""
+    import threading
+
+    from ctrlbatch.transport import ControllerChannelManager
+
+    r = servers.responder(lambda n: delay)
+    b = tt.broker(1, r.port)
+    total = sum(k for op, k in script if op == "send")
+    requests = tt.make_requests([b], max(total, 1))[1]
+    lock = threading.Lock()
+    periods: list[dict[str, object]] = [{"sent": [], "seen": [], "removed": False, "late": 0}]
+    epoch_period: dict[int, int] = {}
+    sent = 0
+    with ControllerChannelManager(**OPTIONS) as channel:
+        channel.startup([b])
+        for op, k in script:
+            period = periods[-1]
+            if op == "send":
+                for _ in range(k):
+                    req = requests[sent]
+                    sent += 1
+                    epoch = req.builder.controller_epoch
+                    epoch_period[epoch] = len(periods) - 1
+                    period["sent"].append(epoch)
+
+                    def callback(resp, period=period, epoch=epoch):
+                        with lock:
+                            if period["removed"]:
+                                period["late"] += 1
+                            period["seen"].append(epoch)
+
+                    channel.send(1, req, callback)
+            else:
+                channel.remove_broker(1)
+                with lock:
+                    period["removed"] = True
+                channel.add_broker(b)
+                periods.append({"sent": [], "seen": [], "removed": False, "late": 0})
+        assert channel.wait_until_idle(tt.TEST_TIMEOUT)
+    for p in periods[:-1]:
+        assert p["late"] == 0
+        assert p["seen"] == p["sent"][: len(p["seen"])]
+    assert periods[-1]["seen"] == periods[-1]["sent"]
+    assert r.violations == []
+    last_conn: dict[int, int] = {}
+    for x in r.received:
+        p = epoch_period[x.controller_epoch]
+        assert all(x.conn > c for q, c in last_conn.items() if q < p), "a later period reused a connection"
+        last_conn[p] = max(last_conn.get(p, -1), x.conn)
