@@ -167,18 +167,29 @@ class History:
                 if len(self.stats.corrupt) == corrupt:  # not explained by a corrupt batch skipped just before
                     self.stats.corrupt.append(err.as_corrupt())
             expected, corrupt = batch.last_offset + 1, len(self.stats.corrupt)
-            if batch.last_offset < start:
+            trimmed = trim_batch(batch, start)
+            if trimmed is None:
                 continue
-            if batch.base_offset < start:  # straddles the snapshot end: keep offsets >= start
-                kept = tuple(r for r in batch.records if r.offset >= start)
-                batch = attrs.evolve(
-                    batch,
-                    records=kept,
-                    control_records=tuple(c for c in batch.control_records if c.offset >= start),
-                    noops=0 if batch.control else batch.last_offset - start + 1 - len(kept),
-                )
+            batch = trimmed
             count_batch(self.stats, batch)
             yield batch
+
+
+def trim_batch(batch: LogBatch, start_offset: int) -> LogBatch | None:
+    """The part of a batch at or after start_offset (a snapshot's end): None if it ends before,
+    the batch itself if it starts at or after, else a copy without the earlier records (its NoOps
+    recounted: every offset of a data batch is a record)."""
+    if batch.last_offset < start_offset:
+        return None
+    if batch.base_offset >= start_offset:
+        return batch
+    kept = tuple(r for r in batch.records if r.offset >= start_offset)
+    return attrs.evolve(
+        batch,
+        records=kept,
+        control_records=tuple(c for c in batch.control_records if c.offset >= start_offset),
+        noops=0 if batch.control else batch.last_offset - start_offset + 1 - len(kept),
+    )
 
 
 def _segments_of(directory: str) -> list[tuple[int, str]]:

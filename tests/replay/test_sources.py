@@ -147,3 +147,13 @@ def test_a_missing_segment_is_named(tmp_path: Path) -> None:
     h = open_history(d, skip_corrupt=True)
     assert [b.base_offset for b in h.batches()] == [0, 1, 2, 3, 7, 8, 9]
     assert [c.reason for c in h.stats.corrupt] == ["offsets skip 4..6: a segment overlaps or is missing"]
+
+
+def test_trim_batch_keeps_the_offsets_at_or_after_the_start() -> None:
+    from ctrlbatch.replay.segments import decode_batch
+    from ctrlbatch.replay.sources import trim_batch
+
+    b = decode_batch(encode_batch(10, 1, 5, [NOOP_VALUE, _topic("a"), NOOP_VALUE, _topic("b")]), source="s", position=0)
+    assert trim_batch(b, 14) is None and trim_batch(b, 10) is b
+    t = trim_batch(b, 12)
+    assert t is not None and [r.offset for r in t.records] == [13] and t.noops == 1 and t.base_offset == 10
