@@ -6,9 +6,9 @@ each builder holds what the batch decided and builds the request at its pinned v
 builds it); `encode_body(broker_epoch, ...)` gives the same bytes as build(epoch).encode(version)
 (tests check it), to be shared among brokers: only the 8 epoch bytes at the layout's
 epoch_offset differ per broker. What depends only on (message, version) is computed once per
-process (`body_layout`). LeaderAndIsr bodies are assembled from pre-encoded parts: each
-partition state encoded once per send (`StateBytes`), so a state sent to several brokers is
-encoded once, and each topic's header (name, id) encoded once per process (`_topic_head`).
+process (`body_layout`). LeaderAndIsr bodies are assembled from pre-encoded parts kept per
+send (`SendParts`): each partition state encoded once, so a state sent to several brokers is
+encoded once, and each topic's header (name, id) looked up once (encoded once per process).
 """
 
 from __future__ import annotations
@@ -144,10 +144,18 @@ class SharedBody:
         return f"SharedBody({len(self.data):,} bytes, epoch at {self.epoch_offset})"
 
 
-StateBytes = dict[int, bytes]
-"""One send's encoded LeaderAndIsr partition states, each under id(state): the batch holds every
-state until the send ends, so an id names one state meanwhile (a value key would hash all 13
-fields of every state)."""
+class SendParts:
+    """One send's encoded pieces of LeaderAndIsr bodies, shared by all its builders.
+
+    state_bytes: each partition state's bytes under id(state). The batch holds every state until
+    the send ends, so an id names one state meanwhile (a value key would hash all 13 fields).
+    topic_heads: each topic's header bytes under its name (the send's topic ids are a snapshot)."""
+
+    __slots__ = ("state_bytes", "topic_heads")
+
+    def __init__(self) -> None:
+        self.state_bytes: dict[int, bytes] = {}
+        self.topic_heads: dict[str, bytes] = {}
 
 
 @functools.lru_cache(maxsize=_TOPIC_HEADS)
@@ -158,8 +166,12 @@ def _topic_head(version: int, topic: str, topic_id: uuid.UUID) -> bytes:
 
 
 def _builder_repr(self: Any) -> str:
-    n = len(getattr(self, "partition_states", getattr(self, "topic_states", ())))
-    return f"{type(self).__name__}(v{self.version}, controller {self.controller_id}, epoch {self.controller_epoch}, {n} entries)"
+    """Short whatever the size: the states are counted, not shown."""
+    if isinstance(self, StopReplicaBuilder):
+        n = sum(len(states) for _, states in self.topic_states)
+    else:
+        n = len(self.partition_states)
+    return f"{type(self).__name__}(v{self.version}, controller {self.controller_id}, epoch {self.controller_epoch}, {n} partitions)"
 
 
 @attrs.define(slots=True, eq=False, repr=False)
@@ -185,13 +197,14 @@ class LeaderAndIsrBuilder:
             ungrouped = tuple(self.partition_states)
         return attrs.evolve(self.build_no_states(broker_epoch), ungrouped_partition_states=ungrouped, topic_states=topic_states)
 
-    def encode_body(self, broker_epoch: int, state_bytes: StateBytes | None = None) -> bytes:
+    def encode_body(self, broker_epoch: int, parts: SendParts | None = None) -> bytes:
         """The body bytes: the envelope (everything but the states, encoded by the codec) with
-        the states array spliced in at its fixed offset; states already in state_bytes (shared
-        by this send's builders) are not encoded again."""
+        the states array spliced in at its fixed offset; parts already in `parts` (shared by
+        this send's builders) are not encoded again."""
         version = self.version
         layout = _lair_layout(version)
-        state_bytes = {} if state_bytes is None else state_bytes
+        parts = SendParts() if parts is None else parts
+        state_bytes = parts.state_bytes
         flexible = layout.body.flexible
         env = self.build_no_states(broker_epoch).encode(version)
         off = layout.states_offset
@@ -204,9 +217,13 @@ class LeaderAndIsrBuilder:
             groups = _group_by_topic(states)
             ap(array_count(len(groups), flexible))
             topic_ids = self.topic_ids
+            heads = parts.topic_heads
             tail = layout.topic_tail
             for topic, group in groups.items():
-                ap(_topic_head(version, topic, topic_ids.get(topic, ZERO_UUID)))
+                head = heads.get(topic)
+                if head is None:
+                    head = heads[topic] = _topic_head(version, topic, topic_ids.get(topic, ZERO_UUID))
+                ap(head)
                 ap(array_count(len(group), flexible))
                 for s in group:
                     b = known(id(s))
@@ -293,7 +310,7 @@ class UpdateMetadataBuilder:
             live_brokers=live,
         )
 
-    def encode_body(self, broker_epoch: int, state_bytes: StateBytes | None = None) -> bytes:
+    def encode_body(self, broker_epoch: int, parts: SendParts | None = None) -> bytes:
         """The body bytes (one body per send: nothing to share between parts)."""
         return self.build(broker_epoch).encode(self.version)
 
@@ -345,7 +362,7 @@ class StopReplicaBuilder:
             **kw,
         )
 
-    def encode_body(self, broker_epoch: int, state_bytes: StateBytes | None = None) -> bytes:
+    def encode_body(self, broker_epoch: int, parts: SendParts | None = None) -> bytes:
         """The body bytes (one body per broker: nothing to share between parts)."""
         return self.build(broker_epoch).encode(self.version)
 

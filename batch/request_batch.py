@@ -56,6 +56,7 @@ from ctrlbatch.requests import (
 
 from .builders import (
     LeaderAndIsrBuilder,
+    SendParts,
     SharedBody,
     StopReplicaBuilder,
     UpdateMetadataBuilder,
@@ -78,10 +79,17 @@ from .versions import (
 )
 
 _log = logging.getLogger("ctrlbatch.batch")
-# Trusted constructors (no converters; see ctrlbatch.requests.model): the values passed are
-# already tuples and ints, checked at the edge or taken from frozen context values.
-_make_lair_state = LeaderAndIsrPartitionState.make
-_make_umr_state = UpdateMetadataPartitionState.make
+# Trusted constructors generated for these call sites (no converters; see ctrlbatch.requests.model):
+# positional in the order named here, whatever the spec's order. The values passed are already
+# tuples and ints, checked at the edge or taken from frozen context values.
+_make_lair_state = LeaderAndIsrPartitionState.maker(
+    "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch",
+    "replicas", "adding_replicas", "removing_replicas", "is_new", "leader_recovery_state",
+)
+_make_umr_state = UpdateMetadataPartitionState.maker(
+    "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "zk_version",
+    "replicas", "offline_replicas",
+)
 _leader_of = operator.attrgetter("leader")
 STATE_CHANGE_LOGGER = "state.change.logger"
 _NOT_EMPTY = "Controller to broker state change requests batch is not empty while creating a new one. "
@@ -123,9 +131,19 @@ def _broker_targets(broker_ids: Iterable[int], param: str = "broker_ids") -> lis
     try:
         return [b for b in broker_ids if b >= 0]
     except TypeError:
-        bad = next((b for b in broker_ids if type(b) is not int), None) if isinstance(broker_ids, Sequence) else None
-        shown = f"{_type_name(bad)} {bad!r:.80}" if bad is not None else "a value that is not an int"
+        bad = [b for b in broker_ids if type(b) is not int][:1] if isinstance(broker_ids, Sequence) else []
+        shown = f"{_type_name(bad[0])} {bad[0]!r:.80}" if bad else "a value that is not an int"
         raise TypeError(f"{param} must hold int broker ids, not {shown}") from None
+
+
+def _nonnegative(broker_ids: tuple[int, ...]) -> Sequence[int]:
+    """_broker_targets for a tuple, the usual case (a replica list): min() checks every id in C."""
+    try:
+        if not broker_ids or min(broker_ids) >= 0:
+            return broker_ids
+    except TypeError:
+        pass
+    return _broker_targets(broker_ids)
 
 
 def _int_tuple(values: Iterable[int], param: str) -> tuple[int, ...]:
@@ -307,10 +325,7 @@ class ControllerBrokerRequestBatch:
         """The context's own hints, or hints derived from its channel members (checked here,
         once per context, not per call)."""
         if not isinstance(ctx, ControllerChannelContext):
-            missing = [
-                m for m in sorted(ControllerChannelContext.__protocol_attrs__)  # type: ignore[attr-defined]
-                if not hasattr(ctx, m)
-            ]
+            missing = [m for m in vars(ControllerChannelContext) if not m.startswith("_") and not hasattr(ctx, m)]
             raise TypeError(
                 f"context must be a ControllerChannelContext (or a callable returning one); "
                 f"{_type_name(ctx)} lacks {', '.join(missing)}"
@@ -366,22 +381,21 @@ class ControllerBrokerRequestBatch:
             _expect(replica_assignment, ReplicaAssignment, "replica_assignment", "a ReplicaAssignment")
         if is_new is not True and is_new is not False:
             raise TypeError(f"is_new must be a bool, not {_type_name(is_new)} {is_new!r:.80}")
-        targets = _broker_targets(broker_ids)
+        targets = _broker_targets(broker_ids) if type(broker_ids) is not tuple else _nonnegative(broker_ids)
         lai: LeaderAndIsr = leader_isr_and_controller_epoch.leader_and_isr
         state = _make_lair_state(
-            topic_name=topic_partition.topic,
-            partition_index=topic_partition.partition,
-            controller_epoch=leader_isr_and_controller_epoch.controller_epoch,
-            leader=lai.leader,
-            leader_epoch=lai.leader_epoch,
-            isr=lai.isr,  # tuples: LeaderAndIsr and ReplicaAssignment convert on construction
-            partition_epoch=lai.partition_epoch,
-            replicas=replica_assignment.replicas,
-            adding_replicas=replica_assignment.adding_replicas,
-            removing_replicas=replica_assignment.removing_replicas,
-            is_new=is_new,
-            leader_recovery_state=int(lai.leader_recovery_state) if self._recovery_gate else 0,
-            unknown_tagged_fields=(),
+            topic_partition.topic,
+            topic_partition.partition,
+            leader_isr_and_controller_epoch.controller_epoch,
+            lai.leader,
+            lai.leader_epoch,
+            lai.isr,  # tuples: LeaderAndIsr and ReplicaAssignment convert on construction
+            lai.partition_epoch,
+            replica_assignment.replicas,
+            replica_assignment.adding_replicas,
+            replica_assignment.removing_replicas,
+            is_new,
+            int(lai.leader_recovery_state) if self._recovery_gate else 0,
         )
         requests = self.leader_and_isr_request_map
         new_brokers = self._lair_new_brokers
@@ -447,10 +461,8 @@ class ControllerBrokerRequestBatch:
             if type(value) is not int:
                 raise TypeError(f"{name} must be an int, not {_type_name(value)} {value!r:.80}")
         state = _make_umr_state(
-            topic_name=tp.topic, partition_index=tp.partition, controller_epoch=controller_epoch, leader=leader,
-            leader_epoch=leader_epoch, isr=_int_tuple(isr, "isr"), zk_version=partition_epoch,
-            replicas=_int_tuple(replicas, "replicas"), offline_replicas=_int_tuple(offline_replicas, "offline_replicas"),
-            unknown_tagged_fields=(),
+            tp.topic, tp.partition, controller_epoch, leader, leader_epoch, _int_tuple(isr, "isr"),
+            partition_epoch, _int_tuple(replicas, "replicas"), _int_tuple(offline_replicas, "offline_replicas"),
         )
         self._add_brokers(_broker_targets(broker_ids))
         self.update_metadata_request_partition_info_map[tp] = state
@@ -475,9 +487,7 @@ class ControllerBrokerRequestBatch:
         else:
             leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
         self.update_metadata_request_partition_info_map[tp] = _make_umr_state(
-            topic_name=tp.topic, partition_index=tp.partition, controller_epoch=info.controller_epoch, leader=leader,
-            leader_epoch=leader_epoch, isr=lai.isr, zk_version=partition_epoch, replicas=replicas,
-            offline_replicas=offline, unknown_tagged_fields=(),
+            tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline
         )
 
     def add_stop_replica_request_for_brokers(
@@ -553,7 +563,7 @@ class ControllerBrokerRequestBatch:
         live_brokers = list(ctx.live_or_shutting_down_brokers)
         nodes: dict[Broker, LeaderAndIsrLiveLeader] = {}  # Broker -> its node on the listener
         epoch_offset = body_layout(LeaderAndIsrRequest, version).epoch_offset
-        state_bytes: dict[int, bytes] = {}  # each state encoded once for every broker it goes to
+        parts = SendParts()  # each state and topic header encoded once for every broker they go to
         # Brokers with equal partition-state lists share one builder and body. Candidates are
         # found by (length, first partition) and confirmed with ==, which compares list items
         # by identity first: brokers that got the same adds hold the very same state objects.
@@ -594,7 +604,7 @@ class ControllerBrokerRequestBatch:
                     version, self.controller_id, controller_epoch, values,
                     topic_ids, tuple(live_leaders), self.kraft_controller, int(self.update_type),
                 )
-                body = SharedBody(builder.encode_body(broker_epoch, state_bytes), epoch_offset)
+                body = SharedBody(builder.encode_body(broker_epoch, parts), epoch_offset)
                 candidates.append((values, builder, body))
             callback = functools.partial(self._handle_leader_and_isr_response, broker)
             self.transport.send(broker, OutboundRequest(builder, broker_epoch, body), callback)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from ctrlbatch.requests import request_head, request_header_version
+from ctrlbatch.requests import APIS, request_head, request_header_version
 from ctrlbatch.requests.model import Message
 
 from .builders import Builder, SharedBody
@@ -23,7 +23,7 @@ from .builders import Builder, SharedBody
 ResponseCallback = Callable[[Any], None]
 
 
-@attrs.define(slots=True, eq=False)
+@attrs.define(slots=True, eq=False, repr=False)
 class OutboundRequest:
     """One control request to one broker: a builder (shared content) plus this broker's epoch."""
 
@@ -31,6 +31,14 @@ class OutboundRequest:
     broker_epoch: int
     shared: SharedBody
     _body: Message | None = attrs.field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        """Short whatever the size: api, version, epoch, body size (the states are in .body)."""
+        name = APIS[self.api_key].name if self.api_key in APIS else f"api {self.api_key}"
+        return (
+            f"<OutboundRequest {name} v{self.version}, broker epoch {self.broker_epoch}, "
+            f"{len(self.shared.data):,} body bytes, {self.builder!r}>"
+        )
 
     @property
     def api_key(self) -> int:
@@ -78,6 +86,11 @@ class RecordingTransport:
 
     def __init__(self) -> None:
         self.sent: dict[int, list[tuple[OutboundRequest, ResponseCallback | None]]] = {}
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{b}: {len(items)}" for b, items in self.sent.items())
+        total = sum(len(items) for items in self.sent.values())
+        return f"<RecordingTransport {total} requests to {len(self.sent)} brokers {{{counts:.200}}}>"
 
     def send(self, broker_id: int, request: OutboundRequest, callback: ResponseCallback | None) -> None:
         self.sent.setdefault(broker_id, []).append((request, callback))

@@ -181,7 +181,12 @@ class ControllerContext:
             return None
         assignment = self._partition_assignments.get(partition.topic, _NO_ASSIGNMENTS).get(partition.partition)
         replicas = () if assignment is None else assignment.replicas
-        return info, replicas, self.offline_replicas(partition, replicas), partition.topic in self._topics_to_be_deleted
+        if self.shutting_down_broker_ids or self._replicas_on_offline_dirs:
+            offline = self.offline_replicas(partition, replicas)
+        else:  # the common case, inline: offline means not live
+            live = self._live_broker_epochs
+            offline = tuple([r for r in replicas if r not in live])
+        return info, replicas, offline, partition.topic in self._topics_to_be_deleted
 
     def offline_replicas(self, partition: TopicPartition, replicas: Iterable[int]) -> tuple[int, ...]:
         """The replicas r of ``partition`` for which ``is_replica_online(r, partition)`` is false,

@@ -5,22 +5,27 @@ Kafka field names in spec order, then unknown_tagged_fields (raw (tag, bytes) pa
 decoding and written back). Arrays are tuples. Codecs are compiled per (message, version) on
 first use by codec.py and cached on the class; nothing else is shared.
 
-The trusted constructor `Cls.make(...)`: it builds an instance without attrs' converters, for
-callers whose values are already the right types (the generated decoders, the request batch).
-Its parameters are the attribute names, so it is called by keyword everywhere by hand (a field
-that moves in a spec cannot shift values); generated decoders, written from the same spec, call
-it positionally. Why it exists: a frozen attrs class's __init__ stores each slot through
-object.__setattr__ (frozen classes refuse plain assignment), about 1.1 us for the 13 fields of
-LeaderAndIsrPartitionState on the project machine; `make` fills a twin class of the same slot
-layout with plain stores and then switches the object's class: about 0.23 us by keyword and
-0.16 us positionally (CPython 3.11, timeit, best of 5). A failover batch makes 200,000 such
-states. The twin must have exactly the class's slots, in order, and no __dict__ or __weakref__
-(checked where the twin is made, and by tests/batch/test_trusted_constructor.py).
+Trusted constructors build an instance without attrs' converters, for callers whose values
+are already the right types. Why they exist: a frozen attrs class's __init__ stores each slot
+through object.__setattr__ (frozen classes refuse plain assignment): about 1.1 us for the 13
+fields of LeaderAndIsrPartitionState on the project machine. A trusted constructor fills a twin
+class of the same slot layout with plain stores, then switches the object's class: about
+0.16 us called positionally, 0.23 us by keyword (CPython 3.11, timeit, best of 5); a failover
+batch makes 400,000 such states. Two forms, so that no hand-written call can shift values when
+a field moves in a spec:
+- `Cls.make(...)`: parameters named after the attributes, in spec order. Generated decoders,
+  written from the same spec, call it positionally; any hand-written call uses keywords.
+- `Cls.maker("name", ...)`: a constructor generated for one call site, taking the named
+  attributes positionally in the order the call site lists them (unknown_tagged_fields may be
+  left out: it is then ()). The request batch uses it on its hot path.
+The twin must have exactly the class's slots, in order, and no __dict__ or __weakref__ (checked
+where the twin is made, and by tests/batch/test_trusted_constructor.py).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from .errors import DecodeError, UnsupportedVersionError
@@ -42,6 +47,16 @@ class Struct:
     STRUCT_TYPES: ClassVar[dict[str, type[Struct]]]
     make: ClassVar[Any]
     """make(attribute=value, ...): the trusted constructor (no converters; see the module rules)."""
+
+    @classmethod
+    def maker(cls, *names: str) -> Callable[..., Any]:
+        """A trusted constructor taking the named attributes positionally, in this order (see
+        the module rules); every attribute but unknown_tagged_fields must be named."""
+        key = (cls, names)
+        made = _MAKERS.get(key)
+        if made is None:
+            made = _MAKERS[key] = _maker(cls, names)
+        return made
 
     def to_dict(self, version: int | None = None) -> dict[str, Any]:
         """Plain data: snake_case keys, lists for arrays, dicts for structs. With a version,
@@ -149,22 +164,48 @@ def bind(spec: MessageSpec, message_cls: type[Message], struct_classes: list[typ
 def _trusted_constructor(cls: type[Struct]) -> Any:
     """make(attribute=value, ...) for every attribute, unknown_tagged_fields last: see the
     module rules. Its `twin` attribute is the same-layout class it fills."""
-    from .emit import compile_source
-
     names = [a.name for a in cls.__attrs_attrs__]  # type: ignore[attr-defined]
     twin = type(f"_{cls.__name__}Filling", cls.__bases__, {"__slots__": cls.__slots__})
     fits = tuple(cls.__slots__) == tuple(names) and twin.__basicsize__ == cls.__basicsize__
     if not fits or cls.__dictoffset__ or cls.__weakrefoffset__:
         raise TypeError(f"{cls.__name__}: its slots {cls.__slots__} do not fit the trusted constructor")
-    stores = "".join(f"    _obj_.{n} = {n}\n" for n in names)
-    text = f"def make({', '.join(names)}):\n    _obj_ = _new(_Twin)\n{stores}    _obj_.__class__ = _Cls\n    return _obj_\n"
+    return _filler(cls, twin, "make", names, names)
+
+
+def _filler(cls: type[Struct], twin: type, name: str, params: list[str], stores: list[str]) -> Any:
+    """def <name>(<params>): a twin object with each of `stores` set from the parameter of the
+    same name (or to () for an unlisted unknown_tagged_fields), switched to cls."""
+    from .emit import compile_source
+
+    lines = [f"    _obj_.{n} = {n if n in params else '()'}\n" for n in stores]
+    text = f"def {name}({', '.join(params)}):\n    _obj_ = _new(_Twin)\n{''.join(lines)}    _obj_.__class__ = _Cls\n    return _obj_\n"
     module = getattr(cls, "__module__", "ctrlbatch")
     ns = compile_source(
-        text, f"<ctrlbatch make {module}.{cls.__qualname__}>", {"_new": object.__new__, "_Cls": cls, "_Twin": twin}
+        text, f"<ctrlbatch {name} {module}.{cls.__qualname__}>", {"_new": object.__new__, "_Cls": cls, "_Twin": twin}
     )
-    make = ns["make"]
-    make.twin = twin
-    return make
+    fn = ns[name]
+    fn.twin = twin
+    return fn
+
+
+_MAKERS: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}  # generated once per (class, names)
+
+
+def _maker(cls: type[Struct], names: tuple[str, ...]) -> Callable[..., Any]:
+    """Struct.maker: checked against the class's attributes."""
+    attrs_names = [a.name for a in cls.__attrs_attrs__]  # type: ignore[attr-defined]
+    unknown = [n for n in names if n not in attrs_names]
+    missing = [n for n in attrs_names if n not in names and n != "unknown_tagged_fields"]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if unknown or missing or repeated:
+        raise TypeError(
+            f"{cls.__name__}.maker: " + "; ".join(
+                f"{what} {', '.join(ns)}" for what, ns in
+                (("no such attribute", unknown), ("missing", missing), ("named twice", repeated)) if ns
+            )
+        )
+    made: Callable[..., Any] = _filler(cls, cls.make.twin, "maker", list(names), attrs_names)
+    return made
 
 
 def _plain(value: Any, version: int | None) -> Any:
