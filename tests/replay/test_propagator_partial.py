@@ -2,7 +2,8 @@
 - the partial-image contract: where needs_full_image is false, propagating a delta over the
   image restricted to touched_topics gives byte-identical sends and the same touched topics;
 - the image does not depend on how records are grouped into deltas;
-- every send decodes, and delivered sends go only to registered, unfenced target brokers."""
+- every send decodes, delivered sends go only to registered, unfenced target brokers, and
+  everything comes in the canonical order (brokers ascending, topics by name, partitions by index)."""
 
 from __future__ import annotations
 
@@ -186,8 +187,37 @@ def test_sends_decode_and_deliver_only_to_unfenced_registered_targets(deltas: li
             assert s.dropped == (reg.fenced or not target)
             body = decode_request(s.request.encode(correlation_id=1, client_id="x")[4:]).body
             assert body.broker_epoch == reg.epoch
-        apis = [s.request.api_key for s in sends]
-        assert apis.count(5) <= len({s.broker for s in sends if s.request.api_key == 5})  # one StopReplica per broker
+        _check_canonical_order(sends)
+
+
+def _check_canonical_order(sends: list[Send]) -> None:
+    """Per batch: LeaderAndIsr, UpdateMetadata, StopReplica, each to brokers ascending (one
+    request per broker); in each body topics by name, partitions by index, brokers by id."""
+    # batch A is UNKNOWN, batch B INCREMENTAL (the logs here are at 3.4-IV0+, where both carry Type)
+    kinds = [0 if s.request.api_key != 5 and s.request.builder.update_type == 0 else 1 for s in sends]  # type: ignore[union-attr]
+    assert kinds == sorted(kinds)
+    batches = [[s for s, k in zip(sends, kinds, strict=True) if k == kind] for kind in (0, 1)]
+    for batch in batches:
+        ranks = [_RANK[s.request.api_key] for s in batch]
+        assert ranks == sorted(ranks)
+    for batch in batches:
+        for api in (4, 6, 5):
+            brokers = [s.broker for s in batch if s.request.api_key == api]
+            assert brokers == sorted(set(brokers))
+        for s in batch:
+            body = decode_request(s.request.encode(correlation_id=1, client_id="x")[4:]).body
+            names = [t.topic_name for t in body.topic_states]
+            assert names == sorted(set(names))
+            for t in body.topic_states:
+                indexes = [p.partition_index for p in t.partition_states]
+                assert indexes == sorted(set(indexes))
+            if s.request.api_key == 6:
+                assert [b.id for b in body.live_brokers] == sorted(b.id for b in body.live_brokers)
+            if s.request.api_key == 4:
+                assert [n.broker_id for n in body.live_leaders] == sorted(n.broker_id for n in body.live_leaders)
+
+
+_RANK = {4: 0, 6: 1, 5: 2}
 
 
 @settings(max_examples=100, deadline=None)
