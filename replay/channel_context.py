@@ -57,7 +57,7 @@ def _broker_view(registrations: Mapping[int, BrokerRegistration]) -> _BrokerView
     return view
 
 
-@functools.lru_cache(maxsize=1 << 18)
+@functools.lru_cache(maxsize=1 << 16)
 def leadership_of(partition: PartitionRegistration, kraft_epoch: int) -> LeaderIsrAndControllerEpoch:
     """MCCC.partitionLeadershipInfo for a known partition (MCCC:43-54); values are immutable,
     so equal registrations share one (a bounded cache: most partitions do not change often)."""
