@@ -250,11 +250,12 @@ class _Partition:
 
 
 class _Topic:
-    __slots__ = ("name", "id", "partitions", "live")
+    __slots__ = ("name", "id", "id_bytes", "partitions", "live")
 
     def __init__(self, name: str, topic_id: uuid.UUID) -> None:
         self.name = name
         self.id = topic_id
+        self.id_bytes = topic_id.bytes
         self.partitions: list[_Partition] = []
         self.live = True
 
@@ -325,6 +326,7 @@ class _Generator:
         self.topics: list[_Topic] = []
         self.parts: list[_Partition] = []
         self.shrunk: list[_Partition] = []
+        self.by_broker: list[list[_Partition]] = [[] for _ in self.brokers]  # may hold stale entries
         self.reassigning: list[_Partition] = []
         self.topic_counter = 0
         self.snapshot_paths: list[str] = []
@@ -404,7 +406,7 @@ class _Generator:
 
     def _partition_record(self, p: _Partition) -> bytes:
         return partition_value(
-            self.partition_version, p.index, p.topic.id.bytes, p.replicas, p.isr, p.removing, p.adding,
+            self.partition_version, p.index, p.topic.id_bytes, p.replicas, p.isr, p.removing, p.adding,
             p.leader, p.leader_epoch, p.partition_epoch, self._dirs(p.replicas),
         )  # fmt: skip
 
@@ -433,7 +435,7 @@ class _Generator:
         p.partition_epoch += 1
         dirs = self._dirs(replicas) if replicas is not None and self.partition_version >= 1 else None
         return partition_change_value(
-            self.partition_version, p.index, p.topic.id.bytes, isr=isr, leader=leader, replicas=replicas,
+            self.partition_version, p.index, p.topic.id_bytes, isr=isr, leader=leader, replicas=replicas,
             removing=removing, adding=adding, directories=dirs,
         )  # fmt: skip
 
@@ -480,6 +482,9 @@ class _Generator:
             values.append(self._partition_record(p))
         self.topics.append(topic)
         self.parts.extend(topic.partitions)
+        for p in topic.partitions:
+            for r in p.replicas:
+                self.by_broker[r - 1].append(p)
         self._commit(values, [rec.TOPIC_RECORD] + [rec.PARTITION_RECORD] * n_partitions)
 
     # --- the run
@@ -630,6 +635,7 @@ class _Generator:
             p.target = target
             values.append(self._change(p, replicas=target + [out], removing=[out], adding=[new]))
             self.reassigning.append(p)
+            self.by_broker[new - 1].append(p)
         self._commit(values, [rec.PARTITION_CHANGE_RECORD] * len(values))
         return True
 
@@ -673,7 +679,7 @@ class _Generator:
         """The PartitionChangeRecords that take broker b out: leadership to a live ISR member
         (or -1 when none is left, the ISR keeping b), b out of every ISR it is not the last of."""
         values = []
-        for p in self.parts:
+        for p in self._hosted(b):
             if not p.topic.live or b.id not in p.isr:
                 continue
             rest = [r for r in p.isr if r != b.id]
@@ -688,6 +694,18 @@ class _Generator:
                 values.append(self._change(p, isr=rest))
                 self.shrunk.append(p)
         return values
+
+    def _hosted(self, b: _Broker) -> list[_Partition]:
+        """The live partitions b is a replica of, in a deterministic order (and the index compacted)."""
+        seen: set[tuple[str, int]] = set()
+        out = []
+        for p in self.by_broker[b.id - 1]:
+            key = (p.topic.name, p.index)
+            if p.topic.live and b.id in p.replicas and key not in seen:
+                seen.add(key)
+                out.append(p)
+        self.by_broker[b.id - 1] = out
+        return list(out)
 
     def _victim(self) -> _Broker | None:
         alive = self._alive()
@@ -734,7 +752,7 @@ class _Generator:
         self._register(b)
         b.fenced = False
         values = [self._broker_change(b, fenced=-1)]
-        for p in self.parts:
+        for p in self._hosted(b):
             if p.topic.live and p.leader == -1 and b.id in p.isr:
                 values.append(self._change(p, leader=b.id))
             elif p.topic.live and b.id in p.replicas and b.id not in p.isr:
