@@ -75,8 +75,14 @@ def request_row(delta: Any, send: Send, seq: int, with_frames: bool = False) -> 
     """The row of one delivered request; ``delta`` has last_offset and timestamp (a Delta)."""
     if send.dropped:
         raise ValueError(f"send: a dropped request has no row ({send!r}); count it instead")
-    frame = frame_of(send, seq)
     builder = send.request.builder
+    # Hash the frame's parts (the body is shared bytes): no per-broker copy of a large body.
+    parts = send.request.encode_parts(correlation_id=seq, client_id=str(builder.controller_id))
+    digest = hashlib.sha256()
+    size = 0
+    for part in parts:
+        digest.update(part)
+        size += len(part)
     return {
         "delta": delta.last_offset,
         "timestamp": delta.timestamp,
@@ -88,8 +94,8 @@ def request_row(delta: Any, send: Send, seq: int, with_frames: bool = False) -> 
         "controller_epoch": builder.controller_epoch,
         "update_type": update_type_of(send),
         "partitions": partition_count(send),
-        "bytes": len(frame),
-        "sha256": hashlib.sha256(frame).hexdigest(),
+        "bytes": size,
+        "sha256": digest.hexdigest(),
         "dropped": False,
-        "frame": frame if with_frames else None,
+        "frame": b"".join(parts) if with_frames else None,
     }
