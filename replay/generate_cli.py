@@ -27,7 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--records", type=int, default=10_000, help="records to write (NoOps and control included)"
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed")
-    parser.add_argument("--replication-factor", type=int, default=3, help="replicas per partition")
+    parser.add_argument(
+        "--replication-factor", type=int, help="replicas per partition (default: 3, at most --brokers)"
+    )
     parser.add_argument("--segment-bytes", type=int, default=1 << 30, help="roll segments at this size")
     parser.add_argument(
         "--metadata-version", default="3.6-IV2", help="metadata.version at bootstrap (3.4-IV0 or later)"
@@ -62,17 +64,23 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(
             f"--upgrade-to: at most {MetadataVersion.IBP_3_9_IV0} (the newest production level in 3.9)"
         )
+    rf = args.replication_factor if args.replication_factor is not None else min(3, max(args.brokers, 1))
     start = time.monotonic()
     with Progress("generating", total=args.records, unit="records", enabled=not args.quiet) as progress:
         try:
             result = generate_log(
                 args.out_dir, brokers=args.brokers, topics=args.topics, partitions=args.partitions,
                 records=args.records, seed=args.seed, jsonl=args.jsonl, progress=progress,
-                replication_factor=args.replication_factor, segment_bytes=args.segment_bytes,
+                replication_factor=rf, segment_bytes=args.segment_bytes,
                 metadata_version=mv, upgrade_to=upgrade, noop_ratio=args.noop_ratio, snapshots=args.snapshots,
             )  # fmt: skip
-        except (ValueError, OSError) as e:
-            raise CommandError(str(e)) from None
+        except ValueError as e:  # "name: rule": say it with the option's name
+            name, _, rest = str(e).partition(":")
+            raise CommandError(
+                f"--{name.replace('_', '-')}:{rest}" if hasattr(args, name) else str(e)
+            ) from None
+        except OSError as e:
+            raise CommandError(f"{args.out_dir}: {e.strerror or e}") from None
     elapsed = time.monotonic() - start
     print(f"wrote {result.directory}: {result.records:,} records in {result.batches:,} batches, "
           f"offsets 0-{result.last_offset}, {len(result.segments)} segment(s), {len(result.snapshots)} snapshot(s), "

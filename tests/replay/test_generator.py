@@ -502,8 +502,10 @@ def test_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     bad = parser.parse_args([str(tmp_path / "x"), "--metadata-version", "3.3-IV0"])
     from ctrlbatch.cli import CommandError
 
-    with pytest.raises(CommandError, match="metadata_version"):
+    with pytest.raises(CommandError, match="--metadata-version: must be a feature level from 8"):
         run(bad)
+    with pytest.raises(CommandError, match="--partitions: must be at least one per topic"):
+        run(parser.parse_args([str(tmp_path / "y"), "--topics", "3", "--partitions", "2"]))
 
 
 def test_the_fold_rejects_what_a_controller_never_writes(tmp_path: Path) -> None:
