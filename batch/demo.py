@@ -1,46 +1,83 @@
-"""The main job: run the controller-failover scenario in-process and summarise what was sent.
+"""Controller failover in-process: one batch, every frame encoded, a summary of what was sent.
 
-Usage: python -m ctrlbatch.batch.demo [--partitions N] [--brokers B] [--ibp VERSION]
+Usage: ctrlbatch demo [--partitions N] [--brokers B] [--replication-factor R] [--ibp VERSION]
+(or python -m ctrlbatch.batch.demo ...)
 
 It builds the context, accumulates one batch (LeaderAndIsr for every partition to its
 replicas, piggy-backing UpdateMetadata to every broker), sends it through a transport that
 holds each request and then encodes every frame once, decodes a sample frame back as a check,
 and prints requests, partitions and bytes per api and per broker, with the versions used.
+
+Rules: `configure(parser)` and `run(args) -> int` are the `ctrlbatch demo` subcommand (see
+ctrlbatch.cli); a person's mistake (a bad version, more replicas than brokers) is a CommandError
+with one line of explanation, never a traceback; `main(argv)` runs it standalone.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ctrlbatch.cli.errors import CommandError
 from ctrlbatch.context import MetadataVersion
-from ctrlbatch.requests import decode_request
+from ctrlbatch.requests import APIS, decode_request
 
 from .gc_pause import gc_paused
 from .scenarios import Cluster, HoldingTransport, build_context, failover
+from .transport import OutboundRequest
 
-_API_NAMES = {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}
-
-
-def partition_count(body: Any) -> int:
-    n = len(body.ungrouped_partition_states) if hasattr(body, "ungrouped_partition_states") else 0
-    for t in getattr(body, "topic_states", ()):
-        n += len(t.partition_states)
-    return n
+_DEFAULTS = Cluster()
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--partitions", type=int, default=200_000)
-    ap.add_argument("--brokers", type=int, default=100)
-    ap.add_argument("--replication-factor", type=int, default=3)
-    ap.add_argument("--ibp", default="3.9-IV0", help="inter.broker.protocol.version (a MetadataVersion string)")
-    args = ap.parse_args(argv)
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _metadata_version(text: str) -> MetadataVersion:
+    try:
+        return MetadataVersion.from_version_string(text)
+    except ValueError:
+        known = ", ".join(mv.version for mv in MetadataVersion.VERSIONS[-6:])
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a metadata version (e.g. 3.9-IV0 or 3.9; the latest are {known})"
+        ) from None
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The demo's options (for `ctrlbatch demo` and main())."""
+    parser.add_argument("--partitions", type=_at_least(1), default=_DEFAULTS.partitions, metavar="N",
+                        help=f"partitions in the cluster, in topics of {_DEFAULTS.partitions_per_topic}")
+    parser.add_argument("--brokers", type=_at_least(1), default=_DEFAULTS.brokers, metavar="B",
+                        help="live brokers")
+    parser.add_argument("--replication-factor", type=_at_least(1), default=_DEFAULTS.replication_factor,
+                        metavar="R", help="replicas per partition (at most --brokers)")
+    parser.add_argument("--ibp", type=_metadata_version, default=MetadataVersion.IBP_3_9_IV0, metavar="VERSION",
+                        help="inter.broker.protocol.version, which picks the request versions")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the scenario and print the summary; CommandError for an impossible cluster."""
+    if args.replication_factor > args.brokers:
+        raise CommandError(
+            f"--replication-factor {args.replication_factor} needs at least as many brokers, "
+            f"but --brokers is {args.brokers}"
+        )
     c = Cluster(partitions=args.partitions, brokers=args.brokers, replication_factor=args.replication_factor)
-    mv = MetadataVersion.from_version_string(args.ibp)
-
+    mv: MetadataVersion = args.ibp
     t0 = time.perf_counter()
     ctx, entries = build_context(c)
     t1 = time.perf_counter()
@@ -54,10 +91,11 @@ def main(argv: list[str] | None = None) -> None:
     per_broker: dict[int, list[int]] = defaultdict(lambda: [0, 0])  # requests, bytes
     versions: dict[int, int] = {}
 
-    def on_frame(broker: int, request: Any, parts: list[Any]) -> None:
+    def on_frame(broker: int, request: OutboundRequest, parts: list[Any]) -> None:
         size = sum(len(p) for p in parts)
         row = per_api[request.api_key]
         row[0] += 1
+        row[1] += _partition_count(request)
         row[2] += size
         per_broker[broker][0] += 1
         per_broker[broker][1] += size
@@ -65,19 +103,7 @@ def main(argv: list[str] | None = None) -> None:
 
     transport.drain(str(c.controller_id), on_frame)
     t4 = time.perf_counter()
-    # Partition counts come from the builders (the bodies are not materialised for this).
-    for items in transport.queues.values():
-        for request, _ in items:
-            per_api[request.api_key][1] += len(request.builder.partition_states) if hasattr(request.builder, "partition_states") else 0
-    # Check: one frame of each api decodes back to its body.
-    checked = set()
-    for items in transport.queues.values():
-        for request, _ in items:
-            if request.api_key not in checked:
-                frame = request.encode(0, str(c.controller_id))
-                decoded = decode_request(frame[4:])
-                assert decoded.body.encode(request.version) == request.encode_body()
-                checked.add(request.api_key)
+    checked = _check_one_frame_per_api(transport, str(c.controller_id))
 
     print(f"ctrlbatch failover: {c.partitions:,} partitions, RF {c.replication_factor}, {c.brokers} brokers, IBP {mv.version}")
     print(f"  context built in {t1 - t0:.2f} s; batch: accumulate {t2 - t1:.2f} s, build {t3 - t2:.2f} s, "
@@ -91,18 +117,57 @@ def main(argv: list[str] | None = None) -> None:
     for key in sorted(per_api):
         r, p, b = per_api[key]
         n_bodies, body_bytes = len(bodies[key]), sum(bodies[key].values())
-        print(f"  {_API_NAMES.get(key, key):16s} {versions[key]:>7d} {r:>9,d} {p:>17,d} {b:>14,d} "
+        print(f"  {APIS[key].name:16s} {versions[key]:>7d} {r:>9,d} {p:>17,d} {b:>14,d} "
               f"{n_bodies:>15,d} {body_bytes:>12,d}")
-    total = sum(b for _, b in per_broker.values())
-    print(f"  per broker: {len(per_broker)} brokers, {min(r for r, _ in per_broker.values())}-"
-          f"{max(r for r, _ in per_broker.values())} requests each, "
-          f"{min(b for _, b in per_broker.values()):,}-{max(b for _, b in per_broker.values()):,} bytes each, "
-          f"{total:,} bytes in all")
-    for broker in sorted(per_broker)[:3]:
-        r, b = per_broker[broker]
-        print(f"    broker {broker}: {r} requests, {b:,} bytes")
-    print(f"  frames decoded back and checked: {', '.join(_API_NAMES[k] for k in sorted(checked))}")
+    if per_broker:
+        total = sum(b for _, b in per_broker.values())
+        print(f"  per broker: {len(per_broker)} brokers, {min(r for r, _ in per_broker.values())}-"
+              f"{max(r for r, _ in per_broker.values())} requests each, "
+              f"{min(b for _, b in per_broker.values()):,}-{max(b for _, b in per_broker.values()):,} bytes each, "
+              f"{total:,} bytes in all")
+        for broker in sorted(per_broker)[:3]:
+            r, b = per_broker[broker]
+            print(f"    broker {broker}: {r} requests, {b:,} bytes")
+    print(f"  frames decoded back and checked: {', '.join(APIS[k].name for k in sorted(checked))}")
+    return 0
+
+
+def _partition_count(request: OutboundRequest) -> int:
+    """Partition states in a request, from its builder (the body is not materialised for this)."""
+    builder = request.builder
+    if hasattr(builder, "partition_states"):
+        return len(builder.partition_states)
+    return sum(len(states) for _, states in builder.topic_states)
+
+
+def _check_one_frame_per_api(transport: HoldingTransport, client_id: str) -> set[int]:
+    """One frame of each api decodes back to the body the engine shared."""
+    checked: set[int] = set()
+    for items in transport.queues.values():
+        for request, _ in items:
+            if request.api_key not in checked:
+                decoded = decode_request(request.encode(0, client_id)[4:])
+                if decoded.body.encode(request.version) != request.encode_body():
+                    raise AssertionError(f"{APIS[request.api_key].name}: the decoded frame re-encodes differently")
+                checked.add(request.api_key)
+    return checked
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """python -m ctrlbatch.batch.demo: the same as `ctrlbatch demo`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ctrlbatch.batch.demo",
+        description=(__doc__ or "").split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    configure(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except CommandError as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -18,7 +18,6 @@ from ctrlbatch.context import (
     Broker,
     ControllerContext,
     EndPoint,
-    LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     MetadataVersion,
     ReplicaAssignment,
@@ -41,8 +40,9 @@ class Cluster:
 
 
 def build_context(c: Cluster) -> tuple[ControllerContext, list[tuple[TopicPartition, LeaderIsrAndControllerEpoch, ReplicaAssignment]]]:
-    """A context with c.brokers live brokers and c.partitions partitions with leaders;
-    also returns (partition, leadership, assignment) for each partition, in creation order."""
+    """A context with c.brokers live brokers and c.partitions partitions with leaders (each topic
+    added with ControllerContext.add_topic); also returns (partition, leadership, assignment) for
+    each partition, in creation order."""
     ctx = ControllerContext()
     ctx.set_live_brokers(
         {
@@ -51,19 +51,21 @@ def build_context(c: Cluster) -> tuple[ControllerContext, list[tuple[TopicPartit
         }
     )
     n_topics = -(-c.partitions // c.partitions_per_topic)
-    topics = [f"topic-{t:05d}" for t in range(n_topics)]
-    ctx.set_all_topics(topics)
-    for t, name in enumerate(topics):
-        ctx.add_topic_id(name, uuid.UUID(int=(t + 1) << 64 | 0xC0FFEE))
     entries = []
-    for p in range(c.partitions):
-        tp = TopicPartition(topics[p // c.partitions_per_topic], p % c.partitions_per_topic)
-        replicas = tuple((p + k) % c.brokers for k in range(c.replication_factor))
-        assignment = ReplicaAssignment(replicas)
-        ctx.update_partition_full_replica_assignment(tp, assignment)
-        leadership = LeaderIsrAndControllerEpoch(LeaderAndIsr(replicas[0], replicas, 5, 9), c.controller_epoch)
-        ctx.put_partition_leadership_info(tp, leadership)
-        entries.append((tp, leadership, assignment))
+    for t in range(n_topics):
+        first = t * c.partitions_per_topic
+        replicas = [
+            [(p + k) % c.brokers for k in range(c.replication_factor)]
+            for p in range(first, min(first + c.partitions_per_topic, c.partitions))
+        ]
+        tps = ctx.add_topic(
+            f"topic-{t:05d}", replicas, topic_id=uuid.UUID(int=(t + 1) << 64 | 0xC0FFEE),
+            controller_epoch=c.controller_epoch, leader_epoch=5, partition_epoch=9,
+        )
+        for tp in tps:
+            leadership = ctx.partition_leadership_info(tp)
+            assert leadership is not None
+            entries.append((tp, leadership, ctx.partition_full_replica_assignment(tp)))
     return ctx, entries
 
 

@@ -14,7 +14,7 @@ import struct
 import attrs
 
 from .apis import api, request_header_version, response_header_version
-from .errors import DecodeError, EncodeError, UnsupportedVersionError
+from .errors import DecodeError, EncodeError, UnsupportedVersionError, check_buffer
 from .layout import fixed_offset
 from .messages import RequestHeader, ResponseHeader
 from .model import Message
@@ -82,31 +82,61 @@ class DecodedRequest:
     body: Message
 
 
-def decode_request(frame: bytes) -> DecodedRequest:
+def _prefix_hint(frame: bytes | bytearray | memoryview) -> str:
+    """A hint when frame still starts with its own size prefix (a common mistake)."""
+    if len(frame) >= _SIZE.size and _SIZE.unpack_from(frame, 0)[0] == len(frame) - _SIZE.size:
+        return (
+            f" (the frame seems to start with its {_SIZE.size}-byte size prefix, {len(frame) - _SIZE.size}: "
+            "pass it without, as FrameReader.feed returns frames)"
+        )
+    return ""
+
+
+def _with_hint(e: DecodeError, hint: str) -> DecodeError:
+    return DecodeError(e.reason + hint, message=e.message, version=e.version, field=e.field, offset=e.offset)
+
+
+def decode_request(frame: bytes | bytearray | memoryview) -> DecodedRequest:
     """Decode a request frame without its size prefix: header (version chosen from the body's
     api key and version), then the body, which must end the frame."""
-    if len(frame) < 4:
+    check_buffer(frame, "frame", message="RequestHeader")
+    if len(frame) < _KEY_VERSION.size:
         raise DecodeError("the frame is too short for a request header", message="RequestHeader", offset=0)
     key, version = _KEY_VERSION.unpack_from(frame, 0)
     try:
         a = api(key)
         hv = request_header_version(key, version)
     except UnsupportedVersionError as e:
-        raise DecodeError(str(e), message="RequestHeader", field="RequestApiKey", offset=0) from None
-    header, pos = RequestHeader.decode_prefix(frame, hv)
-    body = a.request.decode(memoryview(frame)[pos:], version)
+        raise DecodeError(str(e) + _prefix_hint(frame), message="RequestHeader", field="RequestApiKey", offset=0) from None
+    try:
+        header, pos = RequestHeader.decode_prefix(frame, hv)  # type: ignore[arg-type]
+        body = a.request.decode(memoryview(frame)[pos:], version)
+    except DecodeError as e:
+        hint = _prefix_hint(frame)
+        if not hint:
+            raise
+        raise _with_hint(e, hint) from None
     return DecodedRequest(header, hv, body)
 
 
-def decode_response(frame: bytes, api_key: int, api_version: int) -> tuple[ResponseHeader, Message]:
+def decode_response(
+    frame: bytes | bytearray | memoryview, api_key: int, api_version: int
+) -> tuple[ResponseHeader, Message]:
     """Decode a response frame without its size prefix, for the request it answers."""
+    check_buffer(frame, "frame", message="ResponseHeader")
     try:
         a = api(api_key)
         hv = response_header_version(api_key, api_version)
     except UnsupportedVersionError as e:
         raise DecodeError(str(e), message="ResponseHeader", offset=0) from None
-    header, pos = ResponseHeader.decode_prefix(frame, hv)
-    return header, a.response.decode(memoryview(frame)[pos:], api_version)
+    try:
+        header, pos = ResponseHeader.decode_prefix(frame, hv)  # type: ignore[arg-type]
+        return header, a.response.decode(memoryview(frame)[pos:], api_version)
+    except DecodeError as e:
+        hint = _prefix_hint(frame)
+        if not hint:
+            raise
+        raise _with_hint(e, hint) from None
 
 
 class FrameReader:
@@ -118,9 +148,10 @@ class FrameReader:
         self._consumed = 0
         self._error: DecodeError | None = None
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         """The whole frames completed by data. A bad size prefix raises DecodeError, after the
         good frames before it have been returned (it then raises on every later call)."""
+        check_buffer(data, "data", message="frame")
         if self._error is not None:
             raise self._error
         self._buf += data

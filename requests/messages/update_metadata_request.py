@@ -107,5 +107,13 @@ class UpdateMetadataRequest(Message):
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
+    def partition_states(self) -> tuple[UpdateMetadataPartitionState, ...]:
+        """Kafka's partitionStates(): the ungrouped states (old versions), then every topic's
+        partition states with the topic's name filled in: a decoded request gives the same states
+        as the request built, whatever the version."""
+        return (*self.ungrouped_partition_states, *(
+            attrs.evolve(p, topic_name=t.topic_name) for t in self.topic_states for p in t.partition_states
+        ))
+
 
 bind(SPEC, UpdateMetadataRequest, [UpdateMetadataPartitionState, UpdateMetadataTopicState, UpdateMetadataEndpoint, UpdateMetadataBroker])
