@@ -9,6 +9,7 @@ Rules:
   answers every request with Kafka's error response for that code, unapplied. ``refuse(s)``
   stops listening for s seconds; ``kill()`` drops the listener and every connection and loses
   the in-memory state; ``restart()`` listens again on the same port with a fresh state.
+- ``decoder``: a SharedDecoder shared with other simulated brokers of this process (optional).
 - ``received`` records every request read (when ``record``), in order, with its connection and
   correlation id and whether it was answered: what the invariant tests compare.
 """
@@ -26,6 +27,7 @@ from ctrlbatch.requests.model import Message
 
 from .broker_state import CONTROL_APIS, BrokerState, error_response
 from .server import Connection, FrameServer
+from .shared_decode import SharedDecoder
 
 __all__ = ["BrokerFaults", "Received", "SimulatedBroker"]
 
@@ -70,6 +72,7 @@ class SimulatedBroker:
         faults: BrokerFaults | None = None,
         record: bool = True,
         on_request: Callable[[SimulatedBroker, Received], None] | None = None,
+        decoder: SharedDecoder | None = None,
     ) -> None:
         self.state = BrokerState(broker_id, broker_epoch, migration_enabled=migration_enabled)
         self.faults = faults if faults is not None else BrokerFaults()
@@ -78,7 +81,8 @@ class SimulatedBroker:
         self.received: list[Received] = []
         self.ordinal = 0
         self.server = FrameServer(f"broker {broker_id}", CONTROL_APIS, self._handle, host=host, port=port,
-                                  max_request_bytes=max_request_bytes)
+                                  max_request_bytes=max_request_bytes,
+                                  **({} if decoder is None else {"decode": decoder.decode}))
         self._refuse_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:

@@ -95,7 +95,7 @@ def _lair_states(req: LeaderAndIsrRequest, version: int) -> tuple[dict[TopicPart
     for t in req.topic_states:
         ids[t.topic_name] = t.topic_id if version >= 5 else ZERO_UUID
         for s in t.partition_states:
-            states[TopicPartition(t.topic_name, s.partition_index)] = attrs.evolve(s, topic_name=t.topic_name)
+            states[TopicPartition(t.topic_name, s.partition_index)] = s  # its own name field stays as decoded
     return states, ids
 
 

@@ -33,6 +33,7 @@ from .controller_server import ControllerEndpoint
 from .controller_state import BrokerEvent, ControllerConfig
 from .lifecycle import BrokerLifecycle
 from .membership import apply_event
+from .shared_decode import SharedDecoder
 
 __all__ = ["ClusterConfig", "Period", "SimCluster"]
 
@@ -50,6 +51,8 @@ class ClusterConfig:
     backoff_ms: int = 100
     record: bool = True
     controller_id: int = 3000
+    share_decoding: bool = True
+    """Brokers decode each distinct body once (shared_decode.py): N brokers in one process."""
 
     def __attrs_post_init__(self) -> None:
         if self.brokers < 1:
@@ -129,9 +132,10 @@ class SimCluster:
     async def start(self, timeout: float = 30.0) -> None:
         await self.endpoint.start()
         self.channel.startup()
+        decoder = SharedDecoder() if self.config.share_decoding else None
         for b in range(self.config.brokers):
             broker = SimulatedBroker(b, 1000 + b, migration_enabled=True, faults=self.faults.get(b), record=self.config.record,
-                                     on_request=self._on_request)
+                                     on_request=self._on_request, decoder=decoder)
             self.brokers[b] = broker
             await broker.start()
         for b in self.brokers:

@@ -186,16 +186,23 @@ class SimController:
                     if broker_id in self.ctx.partition_replica_assignment(tp) and self._leader(tp) != broker_id]
 
         def build() -> None:
+            # a partition whose only replica shuts down loses its leader (as in KRaft) and still
+            # needs its UpdateMetadata, which no LeaderAndIsr add schedules then
+            uncovered = []
             for tp in led:
                 self._elect(tp, exclude=(broker_id,))
-                self._add_leader_and_isr(tp, [r for r in self._live_replicas(tp) if r != broker_id])
+                others = [r for r in self._live_replicas(tp) if r != broker_id]
+                self._add_leader_and_isr(tp, others)
+                if not others:
+                    uncovered.append(tp)
             for tp in followed:
                 self.batch.add_stop_replica_request_for_brokers([broker_id], tp, False)
                 self._shrink_isr(tp, broker_id)
                 self._add_leader_and_isr(tp, [self._leader(tp)])
-            # a partition whose only replica shuts down loses its leader (as in KRaft) and still
-            # needs its UpdateMetadata, which no LeaderAndIsr add schedules
-            self.batch.add_update_metadata_request_for_brokers(self.ctx.live_or_shutting_down_broker_ids, led + followed)
+                if self._leader(tp) < 0:
+                    uncovered.append(tp)
+            if uncovered:
+                self.batch.add_update_metadata_request_for_brokers(self.ctx.live_or_shutting_down_broker_ids, uncovered)
 
         self._send(build)
         return len(led)

@@ -87,11 +87,12 @@ def _brokers(request: UpdateMetadataRequest, version: int) -> dict[int, CachedBr
     return out
 
 
-def _partition_states(request: UpdateMetadataRequest, version: int) -> list[UpdateMetadataPartitionState]:
-    """The request's partition states with their topic names (copied in from v5's topic states)."""
+def _partition_states(request: UpdateMetadataRequest, version: int) -> list[tuple[str, list[UpdateMetadataPartitionState]]]:
+    """The request's partition states by topic name (v5+ names come from the topic states; the
+    states are kept as decoded, their own name field empty)."""
     if version < 5:
-        return list(request.ungrouped_partition_states)
-    return [attrs.evolve(s, topic_name=t.topic_name) for t in request.topic_states for s in t.partition_states]
+        return [(s.topic_name, [s]) for s in request.ungrouped_partition_states]
+    return [(t.topic_name, list(t.partition_states)) for t in request.topic_states]
 
 
 class MetadataCache:
@@ -113,7 +114,7 @@ class MetadataCache:
 
     def update(self, request: UpdateMetadataRequest, version: int, *, migration_enabled: bool) -> list[TopicPartition]:
         """Apply one UpdateMetadata; returns the deleted partitions in order (ZkMC:465-598)."""
-        states = _partition_states(request, version)
+        groups = _partition_states(request, version)
         if request.is_k_raft_controller and request.type == FULL:
             if version < 8:
                 _log.error("Received UpdateMetadataRequest with Type=FULL (2), but version of %d, which should "
@@ -122,7 +123,7 @@ class MetadataCache:
                 _log.error("Received UpdateMetadataRequest with Type=FULL (2), but ZK migrations are not enabled "
                            "on this broker. Not treating this as a full metadata update")
             else:
-                states = self._full_deletions(request, states) + states
+                groups = self._full_deletions(request) + groups
         self.controller_id = None if request.controller_id < 0 else request.controller_id
         self.controller_is_kraft = self.controller_id is not None and request.is_k_raft_controller
         self.alive_brokers = _brokers(request, version)
@@ -133,35 +134,41 @@ class MetadataCache:
             else:
                 topic_ids[t.topic_name] = t.topic_id
         deleted: dict[TopicPartition, None] = {}
-        for s in states:
-            tp = TopicPartition(s.topic_name, s.partition_index)
-            if s.leader == LEADER_DURING_DELETE:
-                infos = self.partition_states.get(tp.topic)
-                if infos is not None:
-                    infos.pop(tp.partition, None)
-                    if not infos:
-                        del self.partition_states[tp.topic]
-                        topic_ids.pop(tp.topic, None)
-                deleted[tp] = None
-            else:
-                self.partition_states.setdefault(tp.topic, {})[tp.partition] = s
-                deleted.pop(tp, None)
+        cached = self.partition_states
+        for topic, group in groups:
+            infos = cached.get(topic)
+            for s in group:
+                if s.leader == LEADER_DURING_DELETE:
+                    tp = TopicPartition(topic, s.partition_index)
+                    if infos is not None:
+                        infos.pop(tp.partition, None)
+                        if not infos:
+                            del cached[topic]
+                            topic_ids.pop(topic, None)
+                            infos = None
+                    deleted[tp] = None
+                else:
+                    if infos is None:
+                        infos = cached[topic] = {}
+                    infos[s.partition_index] = s
+                    if deleted:
+                        deleted.pop(TopicPartition(topic, s.partition_index), None)
         self.topic_ids = topic_ids
         return list(deleted)
 
-    def _full_deletions(
-        self, request: UpdateMetadataRequest, states: list[UpdateMetadataPartitionState]
-    ) -> list[UpdateMetadataPartitionState]:
+    def _full_deletions(self, request: UpdateMetadataRequest) -> list[tuple[str, list[UpdateMetadataPartitionState]]]:
         """Deletion entries for every cached topic (with an id) whose id the FULL request lacks:
         leader -2, epochs 0, the request's controller epoch, the old replicas and ISR (ZkMC:126-150)."""
         mentioned = {t.topic_id for t in request.topic_states}
-        out: list[UpdateMetadataPartitionState] = []
+        out: list[tuple[str, list[UpdateMetadataPartitionState]]] = []
         for topic, topic_id in self.topic_ids.items():
             if topic_id in mentioned:
                 continue
             _log.info("Deleting topic %s (id %s): absent from a FULL UpdateMetadata", topic, topic_id)
+            group: list[UpdateMetadataPartitionState] = []
+            out.append((topic, group))
             for p, old in self.partition_states.get(topic, {}).items():
-                out.append(UpdateMetadataPartitionState(
+                group.append(UpdateMetadataPartitionState(
                     topic_name=topic, partition_index=p, controller_epoch=request.controller_epoch,
                     leader=LEADER_DURING_DELETE, leader_epoch=0, isr=old.isr, zk_version=0, replicas=old.replicas,
                     offline_replicas=old.offline_replicas,

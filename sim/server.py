@@ -106,7 +106,7 @@ class Connection(asyncio.Protocol):
         while self._pending and self.transport is not None:
             frame, t0 = self._pending.popleft()
             try:
-                decoded = decode_request(frame)
+                decoded = self.server.decode(frame)
             except (DecodeError, UnsupportedVersionError) as e:
                 _log.warning("%s: undecodable request (%s); closing the connection", self, e)
                 self.server.stats.rejected_frames += 1
@@ -143,8 +143,10 @@ class FrameServer:
         host: str = "127.0.0.1",
         port: int = 0,
         max_request_bytes: int = 104857600,
+        decode: Callable[[bytes], DecodedRequest] = decode_request,
     ) -> None:
         self.name = name
+        self.decode = decode
         self.api_keys = api_keys
         self.handler = handler
         self.host = check_loopback(host)
