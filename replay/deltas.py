@@ -10,6 +10,8 @@ Rules (kafka-metadata-records.md §6-7; MetadataBatchLoader.java:127-260):
 - An aborted transaction publishes an empty delta. As in Kafka, records after the Abort in the
   same batch go back to normal replay and are published with it.
 - A Begin inside a transaction, or an End/Abort outside one, is an error naming the offset.
+- A transaction still open when the history ends is not published (Kafka's loader would keep
+  waiting for its End): its records make no delta.
 - ``coalesce=N`` merges N consecutive deltas into one (records concatenated; offset, timestamp,
   epoch and leader of the last).
 - A delta's id in the output is its ``last_offset``; ``timestamp`` and ``epoch`` are those of

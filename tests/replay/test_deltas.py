@@ -149,3 +149,7 @@ def test_the_sample_has_one_delta_per_data_batch_and_its_bootstrap_transaction_i
     assert all(d.leader_id == 1 and d.epoch == 1 for d in deltas)
     shutdown = next(d for d in deltas if d.records and d.records[0].offset == 4871)
     assert shutdown.last_offset == 4925 and len(shutdown.records) == 55
+
+
+def test_a_transaction_still_open_at_the_end_is_not_published() -> None:
+    assert summary(group_deltas(batches([DATA], [BEGIN, DATA], [DATA]))) == [(10, [10])]
