@@ -150,7 +150,7 @@ def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any
 
 
 def _run_spark(job: ReplayJob, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
-    from .spark_engine import DEFAULT_UNIT_BYTES, HistorySource, replay_spark
+    from .spark_engine import HistorySource, replay_spark
     from .spark_progress import StageProgress
     from .spark_session import spark_session
 
@@ -164,7 +164,7 @@ def _run_spark(job: ReplayJob, out: OutputDir | None) -> tuple[Any, ReadStats, i
             coalesce=job.coalesce,
             requests_dir=None if out is None else out.requests_dir,
             with_frames=job.with_frames,
-            unit_bytes=job.unit_bytes or DEFAULT_UNIT_BYTES,
+            unit_bytes=job.unit_bytes,
         )
     return result.summary, result.stats, result.rows
 

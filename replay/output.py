@@ -128,6 +128,15 @@ class ParquetRows:
             if len(columns[0][1]) >= ROWS_PER_FILE_GROUP:
                 self._flush()
 
+    def write_columns(self, columns: Mapping[str, list[Any]]) -> None:
+        """Rows given as one list per column (all of the schema's columns, equal lengths)."""
+        import pyarrow as pa
+
+        self._flush()
+        table = pa.table({n: columns[n] for n in self._names}, schema=self.schema)
+        self._writer.write_table(table)
+        self.count += table.num_rows
+
     def _flush(self) -> None:
         import pyarrow as pa
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import time
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -44,10 +45,13 @@ if TYPE_CHECKING:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-__all__ = ["HistorySource", "SparkReplay", "replay_spark", "DEFAULT_UNIT_BYTES"]
+__all__ = ["HistorySource", "SparkReplay", "replay_spark", "unit_bytes_for"]
 
+ROWS_PER_CHUNK = 65_536  # rows per Arrow table written
 _BROKER_EPOCH = struct.Struct(">q")  # the brokerEpoch field inside a shared body (batch/builders.py)
-DEFAULT_UNIT_BYTES = 24 << 20  # input bytes per unit (a unit is one task)
+UNITS_PER_CORE = 8  # several units per core even out units of uneven cost
+MIN_UNIT_BYTES = 256 << 10
+MAX_UNIT_BYTES = 64 << 20  # bounds a unit's memory on huge logs
 _TEXT_KINDS = ("jsonl", "dump")
 Position = tuple[int, int]  # (segment index, byte position in that segment)
 
@@ -80,6 +84,48 @@ class Unit:
     def __repr__(self) -> str:
         return f"Unit({self.index}, {self.start} .. {self.stop}, image offset {self.image.offset})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Ship the image as plain tuples: pickling 10^5 attrs objects costs seconds, tuples do not."""
+        return (_unit, (self.index, self.start, self.stop, pack_image(self.image), self.leader_batch, self.with_snapshot))
+
+
+def _unit(index: int, start: Position | None, stop: Position | None, image: tuple[Any, ...],
+          leader_batch: LogBatch | None, with_snapshot: bool) -> Unit:
+    return Unit(index, start, stop, unpack_image(image), leader_batch, with_snapshot)
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in attrs.fields(cls))
+
+
+def pack_image(image: MetadataImage) -> tuple[Any, ...]:
+    """The image as nested tuples of plain values (every attrs field, so nothing is lost)."""
+    from .image import PartitionRegistration, TopicImage
+
+    part_fields = _field_names(PartitionRegistration)
+    topic_fields = [n for n in _field_names(TopicImage) if n not in ("id", "partitions")]
+    topics = tuple(
+        (tid, tuple(getattr(t, n) for n in topic_fields),
+         tuple((p, tuple(getattr(reg, n) for n in part_fields)) for p, reg in t.partitions.items()))
+        for tid, t in image.topics.items()
+    )
+    rest = {n: getattr(image, n) for n in _field_names(MetadataImage) if n != "topics"}
+    return (part_fields, tuple(topic_fields), topics, rest)
+
+
+def unpack_image(packed: tuple[Any, ...]) -> MetadataImage:
+    from .image import PartitionRegistration, TopicImage
+
+    part_fields, topic_fields, topics, rest = packed
+    if part_fields != _field_names(PartitionRegistration):
+        raise RuntimeError("the executors run another version of ctrlbatch than the driver (PartitionRegistration)")
+    rebuilt = {
+        tid: TopicImage(id=tid, partitions={p: PartitionRegistration(*values) for p, values in parts},
+                        **dict(zip(topic_fields, fields, strict=True)))
+        for tid, fields, parts in topics
+    }
+    return MetadataImage(topics=rebuilt, **rest)
+
 
 @attrs.frozen(slots=True)
 class SendGroup:
@@ -102,9 +148,11 @@ class SparkReplay:
     stats: ReadStats
     rows: int
     units: int
+    seconds: dict[str, float]  # wall time of each phase: plan, replay, write
 
     def __repr__(self) -> str:
-        return f"SparkReplay({self.rows:,} rows, {self.units} units)"
+        phases = ", ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items())
+        return f"SparkReplay({self.rows:,} rows, {self.units} units; {phases})"
 
 
 # ---------------------------------------------------------------- reading a unit's batches
@@ -180,8 +228,9 @@ class _Tracker:
             yield batch
 
 
-def plan_units(source: HistorySource, coalesce: int, unit_bytes: int) -> Iterator[tuple[int, Unit]]:
-    """Walk the history once (apply only) and cut it into units of about ``unit_bytes``."""
+def plan_units(source: HistorySource, coalesce: int, unit_bytes: int, max_units: int) -> Iterator[tuple[int, Unit]]:
+    """Walk the history once (apply only) and cut it into at most ``max_units`` units of about
+    ``unit_bytes`` input bytes each."""
     history = source.open()
     with_snapshot = history.snapshot is not None
     if history.kind in _TEXT_KINDS or not history.segments:
@@ -208,7 +257,7 @@ def plan_units(source: HistorySource, coalesce: int, unit_bytes: int) -> Iterato
         batch = tracker.current
         assert batch is not None
         done = before[index[batch.source]] + batch.position
-        if delta.last_offset == batch.last_offset and done >= next_cut:
+        if delta.last_offset == batch.last_offset and done >= next_cut and pending["index"] + 1 < max_units:
             cut_image, leader_at_cut = image, tracker.last_leader
             tracker.on_next = cut
             next_cut = done + unit_bytes
@@ -274,7 +323,7 @@ def _groups_of(delta: Any, sends: list[Any]) -> Iterator[SendGroup]:
 
 
 def run_unit(source: HistorySource, options: Any, coalesce: int, unit: Unit) -> Iterator[Any]:
-    """Replay one unit: its SendGroups in send order, then one ``(counts, summary, stats)`` tuple."""
+    """Replay one unit: its SendGroups in send order, then ``(index, counts, summary, stats)``."""
     from .propagator import propagate_delta, propagate_image
     from .summary import ReplaySummary
 
@@ -319,7 +368,7 @@ def run_unit(source: HistorySource, options: Any, coalesce: int, unit: Unit) -> 
         image, sends = propagate_delta(image, delta, options)
         yield from emit(delta, sends)
     history.stats.merge(stats)
-    yield (dict(counts), summary, history.stats)
+    yield (unit.index, dict(counts), summary, history.stats)
 
 
 def _last(items: Iterable[Any]) -> list[Any]:
@@ -334,45 +383,103 @@ def _prepend(first: LogBatch, rest: Iterable[LogBatch]) -> Iterator[LogBatch]:
 # ---------------------------------------------------------------- writing a unit's rows
 
 
-def frame_sha256(group: SendGroup, broker_epoch: int, seq: int, client_id: str) -> tuple[str, bytes]:
-    """The hex sha256 of the frame this broker gets with correlation id seq, and the frame."""
-    head = request_head(group.api_key, group.api_version, seq, client_id, len(group.data))
-    off = group.epoch_offset
-    if off is None:
-        frame = head + group.data
-    else:
-        data = group.data
-        frame = b"".join((head, data[:off], _BROKER_EPOCH.pack(broker_epoch), data[off + _BROKER_EPOCH.size :]))
-    return hashlib.sha256(frame).hexdigest(), frame
+_CORRELATION = struct.Struct(">i")
+_CORRELATION_AT = 8  # size int32, api key int16, api version int16, then the correlation id (all header versions)
 
 
-def expand_rows(groups: Iterable[SendGroup], first_seq: dict[int, int], with_frames: bool) -> Iterator[dict[str, Any]]:
-    """One row per broker of each group, numbered from first_seq (updated in place)."""
+class _Frames:
+    """Hashes the frames of one group: the head is encoded once and only the correlation id
+    (seq) and the broker epoch change per broker; the hash of the bytes before them is shared."""
+
+    def __init__(self, group: SendGroup) -> None:
+        head = request_head(group.api_key, group.api_version, 0, str(group.row["controller_id"]), len(group.data))
+        self.head = head
+        self.prefix = hashlib.sha256(head[:_CORRELATION_AT])
+        self.tail = head[_CORRELATION_AT + _CORRELATION.size :]
+        data = memoryview(group.data)
+        off = group.epoch_offset
+        self.parts = (data,) if off is None else (data[:off], data[off + _BROKER_EPOCH.size :])
+
+    def sha256(self, seq: int, broker_epoch: int) -> str:
+        h = self.prefix.copy()
+        h.update(_CORRELATION.pack(seq))
+        h.update(self.tail)
+        parts = self.parts
+        h.update(parts[0])
+        if len(parts) == 2:
+            h.update(_BROKER_EPOCH.pack(broker_epoch))
+            h.update(parts[1])
+        return h.hexdigest()
+
+    def frame(self, seq: int, broker_epoch: int) -> bytes:
+        parts = self.parts
+        epoch = (_BROKER_EPOCH.pack(broker_epoch), parts[1]) if len(parts) == 2 else ()
+        return b"".join((self.head[:_CORRELATION_AT], _CORRELATION.pack(seq), self.tail, parts[0], *epoch))
+
+
+def expand_columns(
+    groups: Iterable[SendGroup], first_seq: dict[int, int], with_frames: bool, names: Iterable[str]
+) -> Iterator[dict[str, list[Any]]]:
+    """The rows of the groups (one per broker, numbered from first_seq, which is updated) as
+    column lists, in chunks of about ``ROWS_PER_CHUNK`` rows."""
+    names = list(names)
+    columns: dict[str, list[Any]] = {n: [] for n in names}
+    shared = [n for n in names if n not in ("broker", "seq", "sha256", "frame")]
+    brokers, seqs, hashes, frames = columns["broker"], columns["seq"], columns["sha256"], columns["frame"]
     for group in groups:
-        client_id = str(group.row["controller_id"])
+        frames_of = _Frames(group)
+        n = len(group.brokers)
+        for name in shared:
+            columns[name].extend([group.row[name]] * n)
         for broker, epoch in zip(group.brokers, group.broker_epochs, strict=True):
             seq = first_seq.get(broker, 0)
             first_seq[broker] = seq + 1
-            digest, frame = frame_sha256(group, epoch, seq, client_id)
-            row = dict(group.row)
-            row["broker"] = broker
-            row["seq"] = seq
-            row["sha256"] = digest
-            row["frame"] = frame if with_frames else None
-            yield row
+            brokers.append(broker)
+            seqs.append(seq)
+            hashes.append(frames_of.sha256(seq, epoch))
+            frames.append(frames_of.frame(seq, epoch) if with_frames else None)
+        if len(brokers) >= ROWS_PER_CHUNK:
+            yield columns
+            columns = {n: [] for n in names}
+            brokers, seqs, hashes, frames = columns["broker"], columns["seq"], columns["sha256"], columns["frame"]
+    if brokers:
+        yield columns
+
+
+def expand_rows(groups: Iterable[SendGroup], first_seq: dict[int, int], with_frames: bool) -> Iterator[dict[str, Any]]:
+    """The same rows as dicts (for tests and small outputs)."""
+    from .rows import REQUEST_SCHEMA
+
+    for columns in expand_columns(groups, first_seq, with_frames, REQUEST_SCHEMA.names):
+        names = list(columns)
+        for values in zip(*columns.values(), strict=True):
+            yield dict(zip(names, values, strict=True))
 
 
 def write_unit(index: int, groups: Iterable[Any], first_seq: dict[int, int], directory: str, with_frames: bool) -> int:
+    """Write one unit's rows to ``directory/part-<index>.parquet``; returns the row count."""
     from .output import ParquetRows
     from .rows import REQUEST_SCHEMA
 
     writer = ParquetRows(Path(directory), REQUEST_SCHEMA, name=f"part-{index:05d}.parquet")
-    writer.write(expand_rows((g for g in groups if isinstance(g, SendGroup)), dict(first_seq), with_frames))
+    sends = (g for g in groups if isinstance(g, SendGroup))
+    for columns in expand_columns(sends, dict(first_seq), with_frames, REQUEST_SCHEMA.names):
+        writer.write_columns(columns)
     writer.close()
     return writer.count
 
 
 # ---------------------------------------------------------------- the driver
+
+
+def _total_bytes(history: History) -> int:
+    return sum(os.path.getsize(s) for s in history.segments)
+
+
+def unit_bytes_for(history: History, cores: int) -> int:
+    """Input bytes per unit: about UNITS_PER_CORE units per core, within [MIN, MAX]_UNIT_BYTES."""
+    total = _total_bytes(history)
+    return max(MIN_UNIT_BYTES, min(MAX_UNIT_BYTES, total // max(1, cores * UNITS_PER_CORE)))
 
 
 def replay_spark(
@@ -383,7 +490,7 @@ def replay_spark(
     coalesce: int = 1,
     requests_dir: str | os.PathLike[str] | None = None,
     with_frames: bool = False,
-    unit_bytes: int = DEFAULT_UNIT_BYTES,
+    unit_bytes: int | None = None,
 ) -> SparkReplay:
     """Replay ``source`` on ``spark``; rows go to ``requests_dir`` (Parquet) when given.
 
@@ -394,28 +501,31 @@ def replay_spark(
         raise TypeError(f"source: expected a HistorySource, got {type(source).__name__}")
     if not isinstance(coalesce, int) or coalesce < 1:
         raise ValueError(f"coalesce: expected an integer >= 1, got {coalesce!r}")
-    if not isinstance(unit_bytes, int) or unit_bytes < 1:
-        raise ValueError(f"unit_bytes: expected a positive integer, got {unit_bytes!r}")
+    if unit_bytes is not None and (not isinstance(unit_bytes, int) or unit_bytes < 1):
+        raise ValueError(f"unit_bytes: expected a positive integer or None, got {unit_bytes!r}")
     sc: SparkContext = spark.sparkContext
-    source.open()  # fail early, on the driver, with the reader's error for a bad path
-    plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes))
-    keyed = plans.persist(StorageLevel.MEMORY_AND_DISK)
-    count = keyed.count()
-    routed = keyed.partitionBy(count, lambda k: k).values()
+    history = source.open()  # fail early, on the driver, with the reader's error for a bad path
+    if unit_bytes is None:
+        unit_bytes = unit_bytes_for(history, sc.defaultParallelism)
+    seconds: dict[str, float] = {}
+    clock = time.monotonic()
+    count = _total_bytes(history) // unit_bytes + 1
+    plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
+    routed = plans.partitionBy(count, lambda k: k).values()
     groups = routed.flatMap(lambda unit: run_unit(source, options, coalesce, unit)).persist(StorageLevel.MEMORY_AND_DISK)
     trailers = groups.mapPartitions(_last).collect()  # groups are small: the fan-out is not expanded yet
-    keyed.unpersist()
-    counts = [t[0] for t in trailers]
-    first: list[dict[int, int]] = []
+    seconds["plan+replay"], clock = time.monotonic() - clock, time.monotonic()
+    trailers.sort(key=lambda t: t[0])
+    first: dict[int, dict[int, int]] = {}  # unit index -> its first seq per broker
     running: Counter[int] = Counter()
-    for c in counts:
-        first.append(dict(running))
-        running.update(c)
+    for index, counts, _summary, _stats in trailers:
+        first[index] = dict(running)
+        running.update(counts)
     from .summary import ReplaySummary
 
     summary = ReplaySummary()
     stats = ReadStats()
-    for _counts, part, part_stats in trailers:
+    for _index, _counts, part, part_stats in trailers:
         summary.merge(part)
         stats.merge(part_stats)
     rows = 0
@@ -424,11 +534,12 @@ def replay_spark(
         os.makedirs(directory, exist_ok=True)
         starts = sc.broadcast(first)
         written = groups.mapPartitionsWithIndex(
-            lambda i, it: [write_unit(i, it, starts.value[i], directory, with_frames)]
+            lambda i, it: [write_unit(i, it, starts.value[i], directory, with_frames)] if i in starts.value else []
         ).collect()
         rows = sum(written)
+    seconds["write"] = time.monotonic() - clock
     groups.unpersist()
-    return SparkReplay(summary, stats, rows, count)
+    return SparkReplay(summary, stats, rows, len(trailers), seconds)
 
 
 Engine = Literal["spark", "local"]
