@@ -3,8 +3,8 @@
 Rules (kafka-metadata-log-format.md section 4): a batch is baseOffset int64, batchLength int32,
 partitionLeaderEpoch int32, magic int8 (2), crc uint32 = CRC-32C of everything from attributes to
 the end (the `crc32c` package), then the 49 bytes after it and the records. Every length is
-checked against the bytes that really remain before anything is read or allocated, so a corrupt
-length never costs memory. A data record's value is a framed metadata record; a control
+checked against the bytes that really remain (and a 64 MiB ceiling) before anything is read or
+allocated, so a corrupt length never costs memory. A data record's value is a framed metadata record; a control
 record's key is int16 version + int16 type and its value the control schema at version 0.
 NoOp values (exactly 01 14 00 00) are counted, not decoded. Problems raise ReplayInputError
 naming the file and byte offset; with skip_corrupt they are counted in ReadStats instead.
@@ -74,7 +74,16 @@ class _Bad(Exception):
         self.resumable = resumable
 
 
+MAX_BATCH_BYTES = 64 << 20  # far above KRaft's 8 MiB (KafkaRaftClient.MAX_BATCH_SIZE_BYTES)
+
+
 def _check_length(batch_length: int, remaining: int, position: int) -> None:
+    if batch_length > MAX_BATCH_BYTES:
+        raise _Bad(
+            position + 8,
+            f"batch length {batch_length} is over {MAX_BATCH_BYTES >> 20} MiB (KRaft batches are at most 8 MiB)",
+            resumable=False,
+        )
     if batch_length < MIN_BATCH_LENGTH:
         raise _Bad(
             position + 8,
@@ -170,8 +179,12 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
     controls: list[ControlRecord] = []
     noops = 0
     pos = start + HEADER
-    if count == 1 and end - pos == 11 and not control and buf[pos + 2] < 0x80 and (
-        buf[pos : pos + 2] == _NOOP_HEAD and buf[pos + 3 : end] == _NOOP_TAIL
+    if (
+        count == 1
+        and end - pos == 11
+        and not control
+        and buf[pos + 2] < 0x80
+        and (buf[pos : pos + 2] == _NOOP_HEAD and buf[pos + 3 : end] == _NOOP_TAIL)
     ):  # a batch of one NoOp, as the controller writes twice a second: nothing to decode
         noops, count, pos = 1, 0, end
     for _ in range(count):
@@ -297,7 +310,8 @@ def read_segment(
     start: int = 0,
     stop: int | None = None,
 ) -> Iterator[LogBatch]:
-    """Every batch of a .log or .checkpoint file (or of bytes start..stop of it), in file order.
+    """Every batch of a .log or .checkpoint file (or of bytes start..stop of it, two batch
+    boundaries as scan_batches gives them), in file order.
 
     A batch with a bad CRC or a bad record is skipped and counted when skip_corrupt, the reading
     goes on with the next batch; a truncated or impossible header ends the file (counted too)."""

@@ -158,7 +158,11 @@ def test_a_length_claiming_2_gb_is_refused_without_reading_it(tmp_path: Path) ->
     b = bytearray(encode_batch(0, 1, 1000, [_topic_value()]))
     struct.pack_into(">i", b, 8, 0x7FFF_FFF0)
     path = _log(tmp_path, bytes(b))
-    with pytest.raises(ReplayInputError, match="truncated batch: its header says 2147483644 bytes"):
+    with pytest.raises(ReplayInputError, match="byte offset 8: batch length 2147483632 is over 64 MiB"):
+        list(read_segment(path))
+    struct.pack_into(">i", b, 8, 5_000_000)
+    path.write_bytes(bytes(b))
+    with pytest.raises(ReplayInputError, match="truncated batch: its header says 5000012 bytes, only 95 remain"):
         list(read_segment(path))
     with pytest.raises(ReplayInputError, match="truncated batch"):
         list(scan_batches(path))
