@@ -63,10 +63,26 @@ def plans(draw: Any) -> dict[str, Any]:
     }
     steps = draw(st.lists(st.sampled_from(["failover", "shutdown", "crash", "restart", "delete", "reassign", "create"]),
                           min_size=1, max_size=4))
+    errors = draw(st.booleans())
+    if errors:  # a StopReplica answered with an error would leave a deletion pending for ever
+        steps = [s for s in steps if s != "delete"]
     faults = {b: BrokerFaults(close_at=set(draw(st.lists(st.integers(1, 12), max_size=2))),
-                              delay=draw(st.sampled_from([0.0, 0.0, 0.01])))
+                              delay=draw(st.sampled_from([0.0, 0.0, 0.01])),
+                              error_at=draw(st.dictionaries(st.integers(1, 12), st.sampled_from([-1, 56]), max_size=2))
+                              if errors else {})
               for b in range(n)}
     return {"n": n, "topics": topics, "steps": steps, "faults": faults, "seed": draw(st.integers(0, 10**6))}
+
+
+def _errored_metadata(c: SimCluster) -> set[int]:
+    """Brokers that answered an UpdateMetadata with an injected error: Kafka's controller only logs
+    that and does not resend, so their cache may lag for good."""
+    return {b for b, x in c.brokers.items() for r in x.received if r.api_key == 6 and r.ordinal in x.faults.error_at}
+
+
+def _problems(c: SimCluster) -> list[str]:
+    skip = _errored_metadata(c)
+    return [p for p in check_all(c) if not any(p.startswith(f"broker {b}: metadata cache") for b in skip)]
 
 
 async def _step(c: SimCluster, step: str, rnd: Any, down: set[int], created: list[int]) -> None:
@@ -115,10 +131,12 @@ def test_invariants_over_random_scenarios_and_faults(plan: dict[str, Any]) -> No
             c.controller.create_topics(plan["topics"])
             assert await c.quiesce(20)
             down: set[int] = set()
+            created: list[int] = []
+            assert _problems(c) == []
             for step in plan["steps"]:
-                await _step(c, step, rnd, down, [])
-            problems = check_all(c)
-            assert problems == [], problems
+                await _step(c, step, rnd, down, created)
+                problems = _problems(c)
+                assert problems == [], (step, problems)
         finally:
             await c.stop()
 
