@@ -240,7 +240,7 @@ def test_the_project_s_metadata_delta_port_replays_it(tmp_path: Path) -> None:
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path: Path) -> None:
-    args = {"brokers": 4, "topics": 5, "partitions": 40, "records": 5_000, "snapshots": 1}
+    args: dict[str, Any] = {"brokers": 4, "topics": 5, "partitions": 40, "records": 5_000, "snapshots": 1}
     a = generate_log(tmp_path / "a", seed=11, **args)
     b = generate_log(tmp_path / "b", seed=11, **args)
     c = generate_log(tmp_path / "c", seed=12, **args)

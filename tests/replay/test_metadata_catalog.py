@@ -112,8 +112,8 @@ def test_every_record_version_round_trips_and_pickles(spec: object) -> None:
 def test_struct_classes_pickle_by_qualified_name() -> None:
     cls = record_classes.record_class(records.REGISTER_BROKER_RECORD)
     assert cls is not None
-    ep = cls.BrokerEndpoint(name="PLAINTEXT", host="h", port=9092, security_protocol=0)  # type: ignore[attr-defined]
+    ep = cls.BrokerEndpoint(name="PLAINTEXT", host="h", port=9092, security_protocol=0)
     assert type(ep).__qualname__ == "RegisterBrokerRecord.BrokerEndpoint"
     assert pickle.loads(pickle.dumps(ep)) == ep
-    voter = record_classes.control_class(records.LEADER_CHANGE).Voter(voter_id=3)  # type: ignore[union-attr]
+    voter = record_classes.control_class(records.LEADER_CHANGE).Voter(voter_id=3)
     assert pickle.loads(pickle.dumps(voter)) == voter

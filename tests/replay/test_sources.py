@@ -63,9 +63,9 @@ def _write_log(directory: Path, base: int, batches: list[bytes]) -> Path:
 
 
 def _snapshot_bytes(epoch: int) -> bytes:
-    header = control_class(SNAPSHOT_HEADER)(version=0, last_contained_log_timestamp=5)  # type: ignore[misc]
-    footer = control_class(SNAPSHOT_FOOTER)(version=0)  # type: ignore[misc]
-    fl = record_class(FEATURE_LEVEL_RECORD)(name="metadata.version", feature_level=21)  # type: ignore[misc]
+    header = control_class(SNAPSHOT_HEADER)(version=0, last_contained_log_timestamp=5)
+    footer = control_class(SNAPSHOT_FOOTER)(version=0)
+    fl = record_class(FEATURE_LEVEL_RECORD)(name="metadata.version", feature_level=21)
     return (
         encode_batch(0, epoch, 5, [encode_control(header)], control_types=[SNAPSHOT_HEADER])
         + encode_batch(1, epoch, 5, [encode_value(FEATURE_LEVEL_RECORD, 0, fl)])
