@@ -743,13 +743,16 @@ class _Generator:
         return True
 
     def _broker_restart(self) -> bool:
-        """A fenced broker registers again (new epoch and incarnation), then is unfenced together
-        with the election of the partitions it was the last ISR member of."""
+        """A fenced broker comes back: after a controlled shutdown (or, half of the time, after a
+        failure) it is a new process that registers again (new epoch and incarnation); otherwise
+        it resumes heartbeats under its old epoch. Then it is unfenced together with the election
+        of the partitions it was the last ISR member of."""
         down = [b for b in self.brokers if b.fenced]
         if not down:
             return False
         b = self.rng.choice(down)
-        self._register(b)
+        if b.shutting_down or self.rng.random() < 0.5:
+            self._register(b)
         b.fenced = False
         values = [self._broker_change(b, fenced=-1)]
         for p in self._hosted(b):

@@ -528,3 +528,22 @@ def test_the_fold_rejects_what_a_controller_never_writes(tmp_path: Path) -> None
     stale = brcr_cls(broker_id=1, broker_epoch=fold.brokers[1].broker_epoch - 1, fenced=1)
     with pytest.raises(AssertionError):
         fold.record(MetadataRecord(fold.offset + 2, rec.BROKER_REGISTRATION_CHANGE_RECORD, 0, stale))
+
+
+def test_fenced_brokers_come_back_with_and_without_a_new_registration(tmp_path: Path) -> None:
+    generate_log(tmp_path, brokers=6, topics=4, partitions=40, records=20_000, seed=5)
+    epochs: dict[int, int] = {}
+    same_epoch_unfences = new_epoch_unfences = 0
+    last_unfenced_epoch: dict[int, int] = {}
+    for b in open_history(tmp_path).batches():
+        for r in b.records:
+            if r.type == rec.REGISTER_BROKER_RECORD:
+                epochs[r.data.broker_id] = r.data.broker_epoch
+            elif r.type == rec.BROKER_REGISTRATION_CHANGE_RECORD and r.data.fenced == -1:
+                bid = r.data.broker_id
+                if last_unfenced_epoch.get(bid) == epochs[bid]:
+                    same_epoch_unfences += 1
+                elif bid in last_unfenced_epoch:
+                    new_epoch_unfences += 1
+                last_unfenced_epoch[bid] = epochs[bid]
+    assert same_epoch_unfences > 0 and new_epoch_unfences > 0
