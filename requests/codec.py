@@ -2,16 +2,18 @@
 
 Rules: this module is the one place where a codec's failure becomes the error a caller sees
 (h11's _reraise_as_remote_protocol_error is the model), and only DecodeError (decode) or
-EncodeError / UnsupportedVersionError (encode) ever reach the caller. Nothing here is shared
-between calls, so codecs may run in several threads at once.
+EncodeError / UnsupportedVersionError (encode) ever reach the caller. The failing field travels
+in the exception (FieldFailure) or is read from the failing frame, never through shared state,
+so codecs may run in several threads at once (tests/requests/test_codec_translation.py).
 
 - Encoding (`translating`): the fast encoder runs; if it raises anything but
   UnsupportedVersionError, the checked flavour runs on the same object to name the failing
   field, and raises FieldFailure carrying that field's path and its error.
 - Decoding (`translating_decoder`): the decoder runs; if it raises, the failure is explained
   from the line it happened on (gen_decoder.py's line notes) and the frame's position and loop
-  indices, with no second decoding. The explanation runs after the `except` block, once the
-  traceback, and with it the partial objects of the failed attempt, has been released.
+  indices, with no second decoding. Inside the `except` block only plain values are taken from
+  the frame; the DecodeError is raised after it, once the traceback (and with it the failed
+  attempt's partial objects) is released, so nothing chains to it and nothing is held twice.
 """
 
 from __future__ import annotations

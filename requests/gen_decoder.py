@@ -92,18 +92,18 @@ class DecoderGen:
         s.set_note(FieldNote(items[-1][3]))
         s(f"pos += {sum(i[2] for i in items)}")
 
-    def length(self, f: FieldSpec, compact: bool, classic_fmt: str, where: str) -> str:
+    def length(self, name: str, compact: bool, classic_fmt: str, where: str) -> str:
         """Read a length prefix; returns the variable holding N (negative = null)."""
         s = self.src
         n = s.fresh("n")
         if compact:
-            self.push("B", n, 1, where, f.name)
+            self.push("B", n, 1, where, name)
             self.flush()
             with s.block(f"if {n} > {VARINT_ONE_BYTE_MAX:#x}:"):
                 s(f"{n}, pos = _ruv(buf, pos - 1)")
             s(f"{n} -= 1")
         else:
-            self.push(classic_fmt, n, _LENGTH_WIDTH[classic_fmt], where, f.name)
+            self.push(classic_fmt, n, _LENGTH_WIDTH[classic_fmt], where, name)
             self.flush()
         return n
 
@@ -208,7 +208,7 @@ class DecoderGen:
         e = f.element_type
         target = s.fresh("x")
         if f.is_array:
-            n = self.length(f, self.flexible, "i", where)
+            n = self.length(f.name, self.flexible, "i", where)
             with self.if_null(f, n, target, self.v in f.nullable_versions):
                 if e in _NUMERIC:
                     fmt, width, _ = _NUMERIC[e]
@@ -253,11 +253,12 @@ class DecoderGen:
         )
 
     def scalar(self, f: FieldSpec, e: str, where: str, element: bool) -> str:
+        """A primitive value; an array element's path is its indexed array (where) itself."""
         s = self.src
         target = s.fresh("x")
         if e in FIXED:
             fmt, width, _ = FIXED[e]
-            self.push(fmt, target, width, where, f.name)
+            self.push(fmt, target, width, where, "" if element else f.name)
             if e == "uuid":
                 self.flush()
                 s(f"{target} = _Z if {target} == _ZB else _UUID(bytes={target})")
@@ -266,7 +267,7 @@ class DecoderGen:
             compact = (self.v in f.flexible_versions) if f.flexible_versions is not None else self.flexible
         else:
             compact = self.flexible
-        n = self.length(f, compact, "h" if e == "string" else "i", where)
+        n = self.length("" if element else f.name, compact, "h" if e == "string" else "i", where)
         with self.if_null(f, n, target, self.v in f.nullable_versions and not element):
             if e == "string":
                 with s.block(f"if {n} > {MAX_STRING_LENGTH:#x}:"):

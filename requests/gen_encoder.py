@@ -80,11 +80,12 @@ class EncoderGen:
         self.struct_body(st, "o", st.name)
         s("return b''.join(out)")
 
-    def at(self, where: str, name: str) -> None:
-        """Checked flavour: remember the path of the field about to be written. where is the
-        text of an f-string body (loop indices in braces)."""
+    def at(self, where: str, name: str = "") -> None:
+        """Checked flavour: remember the path of the field about to be written (where.name, or
+        where itself for an array element). where is the text of an f-string body (loop
+        indices in braces)."""
         if self.checked:
-            path = f"{where}.{name}"
+            path = f"{where}.{name}" if name else where
             self.src(f"_at = {'f' if '{' in path else ''}{path!r}")
 
     # -- structs
@@ -306,6 +307,7 @@ class EncoderGen:
                     if f.struct is not None:
                         self.struct_body(f.struct, el, sub_where)
                     else:
+                        self.at(sub_where)
                         self.scalar(f, e, el, nullable=False)
             return
         if f.struct is not None:

@@ -5,6 +5,7 @@ tracebacks through generated code, the bytes check, and what a rejected input le
 from __future__ import annotations
 
 import linecache
+import re
 import sys
 import threading
 import traceback
@@ -13,8 +14,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ctrlbatch.requests import (
+    BrokerRegistrationRequest,
     DecodeError,
     EncodeError,
     LeaderAndIsrLiveLeader,
@@ -22,6 +26,7 @@ from ctrlbatch.requests import (
     LeaderAndIsrRequest,
     LeaderAndIsrTopicState,
     NotBytesError,
+    StopReplicaRequest,
     UnsupportedVersionError,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
@@ -30,6 +35,7 @@ from ctrlbatch.requests import (
 )
 from ctrlbatch.requests.emit import Source, compile_source
 from ctrlbatch.requests.errors import check_buffer
+from ctrlbatch.testing import all_versions, messages
 
 
 @pytest.fixture
@@ -290,3 +296,47 @@ def test_specgen_names_a_folder_that_is_not_one(tmp_path: Any, capsys: pytest.Ca
     with pytest.raises(SystemExit):
         specgen.main([str(tmp_path)])
     assert "lacks ResponseHeader.json, LeaderAndIsrRequest.json" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- property: paths point into the object
+
+
+_INDEXED = re.compile(r"^(\w+)\[(\d+)\]$")
+
+
+def _resolve(obj: Any, path: str) -> None:
+    """Walk a DecodeError field path through the object whose encoding was cut: every name is a
+    field of the struct reached so far, every index is inside the array it indexes."""
+    head, *rest = path.split(".")
+    assert head == obj.MESSAGE.name, path
+    node: Any = obj
+    for i, segment in enumerate(rest):
+        if segment == "<tagged fields>":
+            assert i == len(rest) - 1, path
+            return
+        m = _INDEXED.match(segment)
+        name = m.group(1) if m else segment
+        f = node.SPEC.field(name)  # KeyError: not a field of this struct
+        value = getattr(node, f.attr)
+        if m:
+            assert f.is_array and int(m.group(2)) < len(value), path
+            node = value[int(m.group(2))]
+        elif f.struct is not None and i < len(rest) - 1:
+            node = value
+
+
+CUT_CASES = all_versions([LeaderAndIsrRequest, UpdateMetadataRequest, StopReplicaRequest, BrokerRegistrationRequest])
+
+
+@pytest.mark.parametrize(("cls", "version"), CUT_CASES, ids=[f"{c.__name__}-v{v}" for c, v in CUT_CASES])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_cut_encoding_is_explained_by_a_field_of_the_object_inside_the_data(cls: Any, version: int, data: st.DataObject) -> None:
+    obj = data.draw(messages(cls, version, max_size=3), label="object")
+    raw = obj.encode(version)
+    cut = data.draw(st.integers(0, len(raw) - 1), label="cut")
+    with pytest.raises(DecodeError) as info:
+        cls.decode(raw[:cut], version)
+    e = info.value
+    assert e.offset is not None and 0 <= e.offset <= cut, str(e)
+    _resolve(obj, e.field)
