@@ -4,9 +4,10 @@ Rules (kafka-metadata-log-format.md section 1.2): a batch line (`baseOffset: B l
 count: C ... partitionLeaderEpoch: E ... isControl: X ... CreateTime: T ... isvalid: V`) starts a
 batch; the record lines after it (`| offset: O ... payload: {"type","version","data"}`, or
 ` payload: ...` under --skip-record-metadata, where offsets count up from B) are its records.
-Control records print as `controlType: NAME(id)` (the body is not printed: data is None) or
-`SnapshotHeader {json}` / `SnapshotFooter` / `KRaftVersion` / `KRaftVoters`; under
---skip-record-metadata their lines are empty, so such a control batch has no control_records. `Dumping`, `Log
+Control records print as `controlType: NAME(id)` (LEADER_CHANGE: the body is not printed, so
+the record is counted in ReadStats.unprinted but not kept, see jsonl.UnprintedControl) or `SnapshotHeader
+{json}` / `SnapshotFooter` / `KRaftVersion` / `KRaftVoters`; under --skip-record-metadata their
+lines are empty, so such a control batch has no control_records. `Dumping`, `Log
 starting offset`, `Snapshot end offset` and `KRaft bootstrap snapshot` lines are headers. An
 invalid batch (isvalid: false), a record Kafka could not decode (`Error at ..., skipping.`), a
 batch whose record count differs from `count:`, `Found N invalid bytes` and any other line are
@@ -24,7 +25,7 @@ import attrs
 
 from .errors import ReadStats, ReplayInputError
 from .json_convert import from_json
-from .jsonl import BatchBuilder, LineError, parse_record
+from .jsonl import BatchBuilder, LineError, Parsed, UnprintedControl, parse_record
 from .record_classes import CONTROL_VERSION, control_class
 from .records import CONTROL_TYPE_IDS, ControlRecord, LogBatch
 
@@ -100,7 +101,7 @@ def _bool(text: str) -> bool:
     return text == "true"
 
 
-def _record(line: str, offset: int) -> ControlRecord | object:
+def _record(line: str, offset: int) -> Parsed:
     """The record of a record line (a MetadataRecord, ControlRecord, or None for a NoOp)."""
     head, sep, payload = line.partition(" payload: ")
     if sep:
@@ -120,7 +121,7 @@ def _record(line: str, offset: int) -> ControlRecord | object:
         name, type_id = m.group(1), int(m.group(2))
         if CONTROL_TYPE_IDS.get(name) != type_id:
             raise LineError(f"unknown control record type {name}({type_id})")
-        return ControlRecord(offset, type_id, None)
+        return UnprintedControl(offset, type_id)
     m = _CONTROL_BODY.search(line)
     if m:
         type_id = CONTROL_TYPE_IDS[_CONTROL_RENDERINGS[m.group(1)]]
@@ -205,12 +206,12 @@ def read_dump(
                             f"record offset {offset} is outside its batch {head.base}-{head.last}"
                         )
                     record = _record(line, offset)
-                    if head.control != isinstance(record, ControlRecord):
+                    if head.control != isinstance(record, ControlRecord | UnprintedControl):
                         raise LineError(
                             "a control batch holds only control records, a data batch only data records"
                         )
                     builder.check_offset(offset)
-                    builder.add(offset, record)  # type: ignore[arg-type]
+                    builder.add(offset, record)
                     seen += 1
                     continue
                 raise LineError(f"not a line of kafka-dump-log output: {line[:60]!r}")

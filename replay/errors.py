@@ -60,7 +60,8 @@ class Corrupt:
 @attrs.define(repr=False)
 class ReadStats:
     """What a reader saw: batches, data records by type name, NoOps, control records by type
-    name, and the corrupt input it skipped (only with skip_corrupt). Mergeable across workers."""
+    name, the corrupt input it skipped (only with skip_corrupt), and control records a text input
+    named without a body (not kept in any batch). Mergeable across workers."""
 
     batches: int = 0
     control_batches: int = 0
@@ -68,6 +69,8 @@ class ReadStats:
     noops: int = 0
     control_records: Counter[str] = attrs.field(factory=Counter)
     corrupt: list[Corrupt] = attrs.field(factory=list)
+    unprinted: Counter[str] = attrs.field(factory=Counter)
+    """Control records a text input names without their body (kafka-dump-log's LEADER_CHANGE)."""
 
     def __repr__(self) -> str:
         return (
@@ -82,6 +85,7 @@ class ReadStats:
         self.noops += other.noops
         self.control_records.update(other.control_records)
         self.corrupt.extend(other.corrupt)
+        self.unprinted.update(other.unprinted)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -91,4 +95,5 @@ class ReadStats:
             "noops": self.noops,
             "control_records": dict(sorted(self.control_records.items())),
             "corrupt": [str(c) for c in self.corrupt],
+            "unprinted_control_records": dict(sorted(self.unprinted.items())),
         }

@@ -4,7 +4,9 @@ Rules: one record per line, `{"offset": O, "type": T, "version": V, "data": {...
 the JSON shape kafka-dump-log --cluster-metadata-decoder prints (json_convert.py). type is the
 record type name (PARTITION_CHANGE_RECORD) or its numeric id; a control record uses its control
 name (LEADER_CHANGE, SNAPSHOT_HEADER, ...) or a numeric id with "control": true; its "data" may
-be null (a body kafka-dump-log does not print), giving ControlRecord.data None. Optional keys
+be null for a body the source did not show (kafka-dump-log prints LEADER_CHANGE by name only):
+such a record is counted in ReadStats.unprinted but not kept, since its content (the
+leader id) is unknown; its batch is still a control batch. Optional keys
 describe the batch: "batch" (its base offset), "epoch" (partitionLeaderEpoch), "timestamp" (ms).
 Consecutive lines with the same "batch" form one batch; a line without "batch" is a batch of its
 own. Missing epoch / timestamp read as -1. NO_OP_RECORD lines are counted on their batch, like
@@ -17,6 +19,8 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
+
+import attrs
 
 from .errors import ReadStats, ReplayInputError
 from .json_convert import JsonRecordError, from_json, to_json
@@ -42,9 +46,18 @@ class LineError(Exception):
         self.reason = reason
 
 
-def parse_record(
-    type_field: Any, version: Any, data: Any, offset: int, *, control: bool = False
-) -> MetadataRecord | ControlRecord | None:
+@attrs.frozen
+class UnprintedControl:
+    """A control record whose body the input does not show: counted, not kept (module rules)."""
+
+    offset: int
+    type: int
+
+
+Parsed = MetadataRecord | ControlRecord | UnprintedControl | None
+
+
+def parse_record(type_field: Any, version: Any, data: Any, offset: int, *, control: bool = False) -> Parsed:
     """One record from its JSON parts (shared with the kafka-dump-log reader); None for a NoOp.
 
     Raises LineError with the reason."""
@@ -67,8 +80,8 @@ def parse_record(
             raise LineError(f"unknown control record type {type_field!r}")
         if version != CONTROL_VERSION:
             raise LineError(f"control records are read at version {CONTROL_VERSION}, not {version}")
-        if data is None:  # a body kafka-dump-log does not print (LEADER_CHANGE)
-            return ControlRecord(offset, type_id, None)
+        if data is None:  # a body the source did not show (kafka-dump-log's LEADER_CHANGE)
+            return UnprintedControl(offset, type_id)
     else:
         cls = record_class(type_id)
         if cls is None:
@@ -107,6 +120,7 @@ class BatchBuilder:
         self.records: list[MetadataRecord] = []
         self.controls: list[ControlRecord] = []
         self.noops = 0
+        self.unprinted: list[int] = []
 
     def check_offset(self, offset: Any) -> int:
         if type(offset) is not int or offset < 0:
@@ -134,6 +148,7 @@ class BatchBuilder:
             self.line,
         )
         count_batch(self.stats, batch)
+        self.stats.unprinted.update(CONTROL_TYPE_NAMES[t] for t in self.unprinted)
         self.control = None
         return batch
 
@@ -142,8 +157,8 @@ class BatchBuilder:
         self._reset(key, epoch, timestamp, line)
         return done
 
-    def add(self, offset: int, record: MetadataRecord | ControlRecord | None) -> None:
-        is_control = isinstance(record, ControlRecord)
+    def add(self, offset: int, record: Parsed) -> None:
+        is_control = isinstance(record, ControlRecord | UnprintedControl)
         if self.control is None:
             self.control = is_control
         if self.base < 0:
@@ -155,6 +170,8 @@ class BatchBuilder:
             self.noops += 1
         elif isinstance(record, ControlRecord):
             self.controls.append(record)
+        elif isinstance(record, UnprintedControl):
+            self.unprinted.append(record.type)
         else:
             self.records.append(record)
 
@@ -219,15 +236,12 @@ def read_jsonl(
 
 
 def batch_lines(batch: LogBatch) -> Iterator[str]:
-    """The JSON lines of one batch, NoOps included at the offsets no kept record has."""
+    """The JSON lines of one batch, NoOps included at the offsets no kept record has (a control
+    batch without kept records has no line)."""
     tail = f',"batch":{batch.base_offset},"epoch":{batch.epoch},"timestamp":{batch.timestamp}}}'
     if batch.control:
         for c in batch.control_records:
-            data = (
-                "null"
-                if c.data is None
-                else json.dumps(to_json(c.data, CONTROL_VERSION), separators=(",", ":"))
-            )
+            data = json.dumps(to_json(c.data, CONTROL_VERSION), separators=(",", ":"))
             yield f'{{"offset":{c.offset},"type":"{CONTROL_TYPE_NAMES[c.type]}","version":0,"data":{data}{tail}'
         return
     noop = '"type":"NO_OP_RECORD","version":0,"data":{}'

@@ -140,7 +140,7 @@ class History:
         """The log batches after the snapshot, in offset order, control batches included."""
         if self.snapshot is not None and self.snapshot.path == self.source:
             return  # the input is the snapshot itself
-        seen = ReadStats(corrupt=self.stats.corrupt)  # what is read; self.stats: what is yielded
+        seen = ReadStats(corrupt=self.stats.corrupt, unprinted=self.stats.unprinted)  # what is read; self.stats: what is yielded
         if self.kind in ("jsonl", "dump"):
             it = _text_batches(self.source, self.kind, self.skip_corrupt, seen)
         else:

@@ -19,7 +19,7 @@ from ctrlbatch.replay.dumplog import read_dump
 from ctrlbatch.replay.errors import ReadStats, ReplayInputError
 from ctrlbatch.replay.json_convert import to_json, uuid_from_json, uuid_to_json
 from ctrlbatch.replay.jsonl import read_jsonl, write_jsonl
-from ctrlbatch.replay.records import CONTROL_TYPE_NAMES, LEADER_CHANGE, RECORD_TYPE_NAMES, LogBatch
+from ctrlbatch.replay.records import CONTROL_TYPE_NAMES, RECORD_TYPE_NAMES, LogBatch
 from ctrlbatch.replay.segments import read_segment, scan_batches
 from ctrlbatch.replay.sources import open_history
 
@@ -96,19 +96,23 @@ def test_the_sample_through_kafka_dump_log_text_gives_equal_batches(
     batches = list(read_segment(LOG))
     path = tmp_path / "sample.dump.txt"
     path.write_text(render_dump(LOG, skip_record_metadata=skip_record_metadata))
-    back = list(open_history(path).batches())
-    # the dump does not print the LeaderChangeMessage body
-    expected = [
-        attrs.evolve(
-            _same(b),
-            control_records=()
-            if skip_record_metadata
-            else tuple(attrs.evolve(c, data=None) for c in b.control_records),
-        )
-        for b in batches
-    ]
-    assert [_same(b) for b in back] == expected
-    assert back[0].control and (skip_record_metadata or back[0].control_records[0].type == LEADER_CHANGE)
+    h = open_history(path)
+    back = list(h.batches())
+    # the dump does not print the LeaderChangeMessage body: counted, not kept
+    assert [_same(b) for b in back] == [attrs.evolve(_same(b), control_records=()) for b in batches]
+    assert back[0].control and back[0].control_records == ()
+    assert dict(h.stats.control_records) == {}
+    assert dict(h.stats.unprinted) == ({} if skip_record_metadata else {"LEADER_CHANGE": 1})
+    assert dict(h.stats.records) == {rec: n for rec, n in ReadStats_of(batches).records.items()}
+
+
+def ReadStats_of(batches: list[LogBatch]) -> ReadStats:  # noqa: N802 - reads like the type it returns
+    from ctrlbatch.replay.segments import count_batch
+
+    stats = ReadStats()
+    for b in batches:
+        count_batch(stats, b)
+    return stats
 
 
 def test_json_shape_is_kafkas(tmp_path: Path) -> None:
@@ -129,10 +133,8 @@ def test_json_shape_is_kafkas(tmp_path: Path) -> None:
     buf = io.StringIO()
     write_jsonl(batches, buf)
     ours = [json.loads(ln) for ln in buf.getvalue().splitlines()]
-    assert [
-        {k: d[k] for k in ("type", "version", "data")} for d in ours if d["type"] != "LEADER_CHANGE"
-    ] == payloads
-    assert [json.dumps(d["data"], separators=(",", ":")) for d in ours[1:]] == [
+    assert [{k: d[k] for k in ("type", "version", "data")} for d in ours] == payloads
+    assert [json.dumps(d["data"], separators=(",", ":")) for d in ours] == [
         ln.split('"data":', 1)[1][:-1] for ln in lines if " payload: " in ln
     ]  # same key order too
     pcr = batches[4].records[1].data
@@ -211,15 +213,19 @@ def test_batch_keys_group_lines_and_a_missing_one_makes_single_batches(tmp_path:
         TOPIC % 5,
         TOPIC % 6,
         '{"offset":7,"type":"LEADER_CHANGE","version":0,"data":{"version":0,"leaderId":2,"voters":[],"grantingVoters":[]}}',
+        '{"offset":8,"type":"LEADER_CHANGE","version":0,"data":null}',
     )
-    got = list(read_jsonl(path))
+    stats = ReadStats()
+    got = list(read_jsonl(path, stats=stats))
     assert [(b.base_offset, b.last_offset, b.epoch, b.timestamp, b.noops, b.control) for b in got] == [
         (3, 4, 4, 99, 1, False),
         (5, 5, -1, -1, 0, False),
         (6, 6, -1, -1, 0, False),
         (7, 7, -1, -1, 0, True),
+        (8, 8, -1, -1, 0, True),
     ]
     assert got[3].control_records[0].data.leader_id == 2
+    assert got[4].control_records == () and stats.unprinted["LEADER_CHANGE"] == 1  # a null body: counted
 
 
 def _dump_with(tmp_path: Path, old: str, new: str) -> Path:
