@@ -19,13 +19,13 @@ so codecs may run in several threads at once (tests/requests/test_codec_translat
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import CodeType, TracebackType
 from typing import Any, NoReturn
 
 import attrs
 
-from .emit import Source, compile_source
+from .emit import compile_source
 from .errors import DecodeError, EncodeError, UnsupportedVersionError, check_buffer
 from .gen_decoder import FieldNote, RunNote, decoder_source
 from .gen_encoder import FieldFailure, encoder_source
@@ -103,9 +103,13 @@ class _Failure:
     indices: Mapping[str, int]  # the frame's int locals (loop indices for the path)
 
 
-def translating_decoder(fast: Callable[[bytes, int], tuple[Any, int]], src: Source, message: str, version: int) -> Decoder:
-    """A decoder that runs `fast` (compiled from src) and turns any failure into a DecodeError
-    naming message, version, field path and byte offset (see the module rules)."""
+Note = FieldNote | RunNote | None
+
+
+def translating_decoder(fast: Callable[[bytes, int], tuple[Any, int]], notes: Sequence[Note], message: str, version: int) -> Decoder:
+    """A decoder that runs `fast` and turns any failure into a DecodeError naming message,
+    version, field path and byte offset (see the module rules); notes[i] is the note of line
+    i + 1 of fast's source (emit.Source.notes)."""
     code = fast.__code__
 
     def decode(data: Any, pos: int = 0) -> tuple[Any, int]:
@@ -115,7 +119,7 @@ def translating_decoder(fast: Callable[[bytes, int], tuple[Any, int]], src: Sour
         try:
             return fast(data, pos)
         except Exception as e:
-            failure = _failure(e, code, src)
+            failure = _failure(e, code, notes)
             if failure.kind == "internal":
                 raise DecodeError(failure.reason, message=message, version=version) from e
         raise _decode_error(failure, len(data), message, version)
@@ -126,11 +130,11 @@ def translating_decoder(fast: Callable[[bytes, int], tuple[Any, int]], src: Sour
 _TRUNCATION = (struct.error, IndexError)
 
 
-def _failure(e: Exception, code: CodeType, src: Source) -> _Failure:
+def _failure(e: Exception, code: CodeType, notes: Sequence[Note]) -> _Failure:
     tb: TracebackType | None = e.__traceback__
     while tb is not None and tb.tb_frame.f_code is not code:
         tb = tb.tb_next
-    note = src.note_at(tb.tb_lineno) if tb is not None else None
+    note = notes[tb.tb_lineno - 1] if tb is not None and 0 < tb.tb_lineno <= len(notes) else None
     if tb is None or note is None:
         return _Failure("internal", f"internal decoder error: {e!r}", None, None, 0, {})
     local = tb.tb_frame.f_locals
@@ -217,5 +221,5 @@ def build(cls: Any, version: int, *, encode: bool) -> Any:
         return encoder_for(spec, version)
     src = decoder_source(spec, version, _classes(cls))
     fast = src.compile(f"<ctrlbatch decode {spec.name} v{version}>")["decode"]
-    return translating_decoder(fast, src, spec.name, version)
+    return translating_decoder(fast, tuple(src.notes), spec.name, version)
 
