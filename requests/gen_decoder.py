@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any
+from contextlib import AbstractContextManager
 
 import attrs
 
@@ -107,7 +107,7 @@ class DecoderGen:
             self.flush()
         return n
 
-    def if_null(self, f: FieldSpec, n: str, target: str, nullable: bool) -> Any:
+    def if_null(self, f: FieldSpec, n: str, target: str, nullable: bool) -> AbstractContextManager[None]:
         """IsNullConditional over a length N: None when nullable here, else Kafka's refusal; the
         `with` body is the not-null branch."""
         if nullable:
