@@ -146,7 +146,7 @@ def _zigzag(buf: bytes, pos: int, end: int, at: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= end:
-            raise _Bad(at + pos, "the record ends inside a varint")
+            raise _Bad(at + end, "the record ends inside a varint")
         if shift > 63:
             raise _Bad(at + pos, "a varint longer than 10 bytes")
         b = buf[pos]
@@ -228,6 +228,8 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
             key_at = pos
             if key_len > 0:
                 pos += key_len
+                if pos > rec_end:
+                    raise _Bad(at + rec_at, f"key length {key_len} runs past the end of its record")
             value_len, pos = _zigzag(buf, pos, rec_end, at)
             value_at = pos
             value_end = pos + value_len
