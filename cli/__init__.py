@@ -7,14 +7,16 @@ Rules of this module:
   that does not need Spark never pay for importing it.
 - This is the one place that turns errors into exit codes: ``CommandError`` (bad input, a file
   that cannot be read, a failed job) prints ``ctrlbatch NAME: error: ...`` and exits 1 with no
-  traceback; argparse's own usage errors exit 2; Ctrl-C exits 130. Anything else is a bug and
-  keeps its traceback.
+  traceback; argparse's own usage errors exit 2; Ctrl-C exits 130; a closed pipe on standard
+  output (``ctrlbatch ... | head``) ends quietly with 141, as a shell tool does. Anything else is a
+  bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -87,6 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ctrlbatch {name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away: point stdout at devnull so the interpreter's final flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _entry() -> None:
