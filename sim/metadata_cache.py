@@ -15,6 +15,7 @@ Rules (kafka-broker-control-requests.md §3.3, cited ZkMC:line):
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import Mapping
@@ -24,7 +25,7 @@ import attrs
 from ctrlbatch.context import SecurityProtocol, TopicPartition
 from ctrlbatch.requests import ZERO_UUID, UpdateMetadataPartitionState, UpdateMetadataRequest
 
-__all__ = ["CachedBroker", "CacheView", "MetadataCache", "PartitionView", "partition_view"]
+__all__ = ["CachedBroker", "CacheView", "MetadataCache", "PartitionView", "partition_view", "view_digest"]
 
 _log = logging.getLogger("ctrlbatch.sim.broker")
 LEADER_DURING_DELETE = -2
@@ -70,6 +71,19 @@ class CacheView:
 
     def __repr__(self) -> str:
         return f"CacheView({len(self.brokers)} brokers, {len(self.partitions)} partitions)"
+
+
+def view_digest(view: CacheView) -> str:
+    """A SHA-256 of the view's content in a canonical order: equal views, equal digests (for
+    comparing caches across processes)."""
+    h = hashlib.sha256()
+    for b in sorted(view.brokers):
+        h.update(repr(view.brokers[b]).encode())
+    for tp in sorted(view.partitions, key=lambda tp: (tp.topic, tp.partition)):
+        h.update(f"{tp.topic}\0{tp.partition}\0{view.partitions[tp]!r}".encode())
+    for topic in sorted(view.topic_ids):
+        h.update(f"{topic}\0{view.topic_ids[topic]}".encode())
+    return h.hexdigest()
 
 
 def _brokers(request: UpdateMetadataRequest, version: int) -> dict[int, CachedBroker]:
