@@ -26,6 +26,7 @@ from ctrlbatch.requests import DecodedRequest
 from ctrlbatch.requests.model import Message
 
 from .broker_state import CONTROL_APIS, BrokerState, error_response
+from .errors import Errors
 from .server import Connection, FrameServer
 from .shared_decode import SharedDecoder
 
@@ -149,7 +150,11 @@ class SimulatedBroker:
         if code is not None:
             response = error_response(h.request_api_key, h.request_api_version, decoded.body, code)
         else:
-            response = self.state.handle(h.request_api_key, h.request_api_version, decoded.body)
+            try:
+                response = self.state.handle(h.request_api_key, h.request_api_version, decoded.body)
+            except Exception:  # KafkaApis.handle: any handler exception is an error response (-1)
+                _log.exception("%s: error handling request #%d", self, self.ordinal)
+                response = error_response(h.request_api_key, h.request_api_version, decoded.body, Errors.UNKNOWN_SERVER_ERROR)
         if faults.delay > 0:
             await asyncio.sleep(faults.delay)
         if conn.transport is None:

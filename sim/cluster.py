@@ -79,7 +79,20 @@ class _RecordingChannel:
     def send(self, broker_id: int, request: OutboundRequest, callback: ResponseCallback | None) -> None:
         if self.cluster.config.record and broker_id in self.inner.broker_ids:
             self.cluster.periods[broker_id][-1].sent.append((request.api_key, request.encode_body()))
+        if callback is not None:
+            callback = self._timed(broker_id, callback)
         self.inner.send(broker_id, request, callback)
+
+    def _timed(self, broker_id: int, callback: ResponseCallback) -> ResponseCallback:
+        """The callback, recording the time from hand-off to response (the controller's latency)."""
+        start = time.perf_counter()
+        latencies = self.cluster.round_trips.setdefault(broker_id, [])
+
+        def timed(response: Any) -> None:
+            latencies.append(time.perf_counter() - start)
+            callback(response)
+
+        return timed
 
     def add_broker(self, broker: Broker) -> None:
         if broker.id not in self.inner.broker_ids:
@@ -113,6 +126,8 @@ class SimCluster:
         self.brokers: dict[int, SimulatedBroker] = {}
         self.lifecycles: dict[int, BrokerLifecycle] = {}
         self.periods: dict[int, list[Period]] = {}
+        self.round_trips: dict[int, list[float]] = {}
+        """Per broker: seconds from the hand-off to the channel to the response callback."""
         self.violations: list[str] = []
         self.event_log: list[BrokerEvent] = []
         self.on_event: Callable[[BrokerEvent], None] | None = None
@@ -229,15 +244,18 @@ class SimCluster:
         return {b: self.brokers[b].state.cache.view() == want for b in self.live_broker_ids()}
 
     def summary(self) -> list[dict[str, Any]]:
-        """Per broker: requests by api key, bytes in and out, latencies (s), converged."""
+        """Per broker: requests by api key, bytes in and out, latencies (s: the controller's, from
+        hand-off to response, median and max; the broker's service time, median), converged."""
         conv = self.converged()
         out = []
         for b, broker in sorted(self.brokers.items()):
             st = broker.server.stats
-            lat = sorted(st.latencies)
+            service = sorted(st.latencies)
+            rtt = sorted(self.round_trips.get(b, ()))
             out.append({
                 "broker": b, "requests": dict(sorted(st.requests.items())), "bytes_in": st.bytes_in, "bytes_out": st.bytes_out,
-                "latency_median": lat[len(lat) // 2] if lat else None, "latency_max": lat[-1] if lat else None,
+                "service_median": service[len(service) // 2] if service else None,
+                "latency_median": rtt[len(rtt) // 2] if rtt else None, "latency_max": rtt[-1] if rtt else None,
                 "connections": st.connections, "live": b in conv, "converged": conv.get(b),
             })
         return out

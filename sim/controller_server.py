@@ -17,10 +17,17 @@ import logging
 import time
 from collections.abc import Callable
 
-from ctrlbatch.requests import BrokerHeartbeatRequest, BrokerRegistrationRequest, DecodedRequest
+from ctrlbatch.requests import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    DecodedRequest,
+)
 from ctrlbatch.requests.model import Message
 
 from .controller_state import BrokerEvent, ControllerConfig, ControllerState
+from .errors import Errors
 from .server import Connection, FrameServer
 
 __all__ = ["ControllerEndpoint"]
@@ -87,12 +94,17 @@ class ControllerEndpoint:
     async def _handle(self, conn: Connection, decoded: DecodedRequest) -> Message | None:
         body = decoded.body
         response: Message
-        if isinstance(body, BrokerRegistrationRequest):
-            response, events = self.state.register(body, self.now_ms())
-        elif isinstance(body, BrokerHeartbeatRequest):
-            response, events = self.state.heartbeat(body, self.now_ms())
-        else:  # the server only lets 62 and 63 through
-            return None
+        try:
+            if isinstance(body, BrokerRegistrationRequest):
+                response, events = self.state.register(body, self.now_ms())
+            elif isinstance(body, BrokerHeartbeatRequest):
+                response, events = self.state.heartbeat(body, self.now_ms())
+            else:  # the server only lets 62 and 63 through
+                return None
+        except Exception:  # a bug: UNKNOWN_SERVER_ERROR, as QuorumController answers (EHEI:67-101)
+            _log.exception("controller endpoint: error handling %s", type(body).__name__)
+            cls = BrokerRegistrationResponse if isinstance(body, BrokerRegistrationRequest) else BrokerHeartbeatResponse
+            return cls(error_code=Errors.UNKNOWN_SERVER_ERROR)
         self._emit(events)
         return response
 

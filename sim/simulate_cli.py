@@ -88,12 +88,15 @@ def _print(args: argparse.Namespace, rows: list[dict[str, Any]], elapsed: float)
     print(f"scenario {args.scenario}: {args.brokers} brokers, {args.partitions} partitions, "
           f"faults {args.faults or 'none'}; scenario time {elapsed:.3f} s")
     print(f"{'broker':>6} {'LeaderAndIsr':>12} {'StopReplica':>11} {'UpdateMetadata':>14} {'bytes in':>10} "
-          f"{'bytes out':>9} {'median ms':>9} {'max ms':>8} {'conns':>5}  converged")
+          f"{'bytes out':>9} {'median ms':>9} {'max ms':>8} {'svc ms':>7} {'conns':>5}  converged")
     for r in rows:
         req = r["requests"]
         state = "yes" if r["converged"] else ("no" if r["live"] else "(not live)")
         print(f"{r['broker']:>6} {req.get(4, 0):>12} {req.get(5, 0):>11} {req.get(6, 0):>14} {r['bytes_in']:>10} "
-              f"{r['bytes_out']:>9} {_ms(r['latency_median']):>9} {_ms(r['latency_max']):>8} {r['connections']:>5}  {state}")
+              f"{r['bytes_out']:>9} {_ms(r['latency_median']):>9} {_ms(r['latency_max']):>8} "
+              f"{_ms(r['service_median']):>7} {r['connections']:>5}  {state}")
+    print("(median/max ms: the controller's latency from hand-off to the channel to the response; svc ms: the "
+          "broker's median time from reading a request to writing its response)")
     live = [r for r in rows if r["live"]]
     ok = sum(1 for r in live if r["converged"])
     print(f"converged: {ok}/{len(live)} live brokers" + (" (all)" if ok == len(live) else ""))
