@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -60,23 +61,33 @@ def run(args: argparse.Namespace) -> int:
 
 async def _simulate(config: ClusterConfig, plan: Any, spec: ScenarioSpec, scenario: str) -> tuple[list[dict[str, Any]], float, bool]:
     cluster = SimCluster(config, faults=plan.per_broker)
-    with Progress(f"simulate {scenario}", total=None, unit="steps") as progress:
+    with Progress(f"simulate {scenario}", total=None, unit="responses") as progress:
+
+        async def follow() -> None:
+            while True:
+                progress.update(sum(len(v) for v in cluster.round_trips.values()))
+                await asyncio.sleep(0.1)
+
+        follower = asyncio.get_running_loop().create_task(follow())
         try:
             await cluster.start()
-            progress.advance()
             for broker, seconds in plan.refuse.items():
                 await cluster.brokers[broker].refuse(seconds, drop=True)
             t0 = time.perf_counter()
 
-            def step(_name: str) -> None:
-                progress.advance()
+            def step(name: str) -> None:
+                progress.update(sum(len(v) for v in cluster.round_trips.values()))
+                logging.getLogger("ctrlbatch.sim").info("step done: %s", name)
 
             await SCENARIOS[scenario](cluster, spec, step)
             elapsed = time.perf_counter() - t0
             rows = cluster.summary()
             converged = all(r["converged"] for r in rows if r["live"])
         finally:
+            follower.cancel()
+            await asyncio.gather(follower, return_exceptions=True)
             await cluster.stop()
+        progress.update(sum(len(v) for v in cluster.round_trips.values()))
     return rows, elapsed, converged
 
 
