@@ -49,6 +49,7 @@ from ctrlbatch.requests.layout import (
 from ctrlbatch.requests.model import Message
 
 _EPOCH = struct.Struct(">q")  # BrokerEpoch is an int64 in every control request
+_COUNTS = 256  # array length prefixes kept ready (a topic's states per broker are usually few)
 _TOPIC_HEADS = 16384  # topic headers remembered (a failover batch of 200,000 partitions has 4,000 topics)
 
 
@@ -85,6 +86,8 @@ class _LeaderAndIsrLayout:
     encode_topic: Callable[[LeaderAndIsrTopicState], bytes]
     topic_tail: bytes
     """What ends a topic state after its partition states: its tagged-field count when flexible."""
+    counts: tuple[bytes, ...]
+    """The length prefixes of arrays of 0.._COUNTS - 1 elements, looked up instead of encoded."""
 
 
 @functools.cache
@@ -99,6 +102,7 @@ def _lair_layout(version: int) -> _LeaderAndIsrLayout:
         body, field, offset, array_count(0, body.flexible),
         struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version), encode_topic,
         no_tagged_fields(body.flexible),
+        tuple(array_count(n, body.flexible) for n in range(_COUNTS)),
     )
 
 
@@ -219,12 +223,14 @@ class LeaderAndIsrBuilder:
             topic_ids = self.topic_ids
             heads = parts.topic_heads
             tail = layout.topic_tail
+            counts = layout.counts
             for topic, group in groups.items():
                 head = heads.get(topic)
                 if head is None:
                     head = heads[topic] = _topic_head(version, topic, topic_ids.get(topic, ZERO_UUID))
                 ap(head)
-                ap(array_count(len(group), flexible))
+                n = len(group)
+                ap(counts[n] if n < _COUNTS else array_count(n, flexible))
                 for s in group:
                     b = known(id(s))
                     if b is None:

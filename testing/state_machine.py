@@ -117,7 +117,6 @@ _LAIR_TABLE = ((MV.IBP_3_4_IV0, 7), (MV.IBP_3_2_IV0, 6), (MV.IBP_2_8_IV1, 5), (M
 _UMR_TABLE = ((MV.IBP_3_4_IV0, 8), (MV.IBP_2_8_IV1, 7), (MV.IBP_2_4_IV1, 6), (MV.IBP_2_2_IV0, 5),
               (MV.IBP_1_0_IV0, 4), (MV.IBP_0_10_2_IV0, 3), (MV.IBP_0_10_0_IV1, 2), (MV.IBP_0_9_0, 1))
 _SR_TABLE = ((MV.IBP_3_4_IV0, 4), (MV.IBP_2_6_IV0, 3), (MV.IBP_2_4_IV1, 2), (MV.IBP_2_2_IV0, 1))
-_DEFAULT_LISTENER = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 
 
 def _pick(table: tuple[tuple[MV, int], ...], mv: MV) -> int:
@@ -311,7 +310,7 @@ def predict_send_failure(model: BatchModel, context: ControllerContext, listener
         return "UpdateMetadata"
     if v in (1, 2) and model.update_metadata_brokers & live:
         for r in registered:
-            if any(e.listener_name != _DEFAULT_LISTENER[int(e.security_protocol)] for e in r.endpoints):
+            if any(e.listener_name != e.security_protocol.default_listener_name for e in r.endpoints):
                 return "UpdateMetadata"  # "v0-v3 does not support custom listeners"
     return None
 
