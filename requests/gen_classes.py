@@ -2,7 +2,8 @@
 
 Rules: one frozen slotted class per struct, named as in the spec; attributes in spec order
 with Kafka's defaults, so `LeaderAndIsrRequest()` is valid like `new LeaderAndIsrRequestData()`;
-then unknown_tagged_fields. The same source serves the shipped modules in messages/ (written
+then unknown_tagged_fields. The accessors of Kafka's request classes that the data classes lack
+are generated from a table (`partition_states()` on LeaderAndIsr and UpdateMetadata requests). The same source serves the shipped modules in messages/ (written
 by `python -m ctrlbatch.requests.gen_classes`, checked by a test) and specs loaded at run time
 (load_message_classes), e.g. KRaft metadata records.
 """
