@@ -159,6 +159,7 @@ class FrameServer:
         self.stats = ServerStats()
         self.connections: set[Connection] = set()
         self._server: asyncio.Server | None = None
+        self._closed_servers: list[asyncio.Server] = []
         self._number = 0
 
     def __repr__(self) -> str:
@@ -181,11 +182,13 @@ class FrameServer:
         self.port = server.sockets[0].getsockname()[1]
 
     async def close_listener(self) -> None:
-        """Stop accepting (connects are refused); open connections stay."""
+        """Stop accepting (connects are refused); open connections stay. (Server.close() closes the
+        listening sockets at once; wait_closed() is left to close(), since from Python 3.12 it
+        also waits for the open connections.)"""
         server, self._server = self._server, None
         if server is not None:
             server.close()
-            await server.wait_closed()
+            self._closed_servers.append(server)
 
     async def drop_connections(self) -> None:
         """Abort every open connection and wait until each is gone."""
@@ -198,4 +201,7 @@ class FrameServer:
     async def close(self) -> None:
         await self.close_listener()
         await self.drop_connections()
+        servers, self._closed_servers = self._closed_servers, []
+        for server in servers:
+            await server.wait_closed()
 
