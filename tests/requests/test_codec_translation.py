@@ -4,6 +4,7 @@ tracebacks through generated code, the bytes check, and what a rejected input le
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import re
 import sys
@@ -154,6 +155,7 @@ def test_compile_source_gives_each_source_its_own_registered_filename() -> None:
     with pytest.raises(ZeroDivisionError) as info:
         b()
     assert "return x / 0" in "".join(traceback.format_exception(info.value))
+    assert inspect.getsource(b) == "def f():\n    x = 2\n    return x / 0\n"
 
 
 def test_source_blocks_own_their_indent_and_notes() -> None:
