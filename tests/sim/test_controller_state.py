@@ -9,6 +9,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctrlbatch.context import MetadataVersion
 from ctrlbatch.requests import BrokerHeartbeatRequest, BrokerRegistrationRequest, Feature, Listener
@@ -200,3 +202,58 @@ def test_authorization_and_not_controller() -> None:
     assert c.heartbeat(hb(1, 1), 0)[0].error_code == 31
     c.deny_cluster_action, c.active = False, False
     assert c.register(reg(), 0)[0].error_code == 41
+
+
+# ---------------------------------------------------------------- properties over random histories
+
+
+_OPS = st.one_of(
+    st.tuples(st.just("register"), st.integers(0, 2), st.integers(0, 2)),
+    st.tuples(st.just("heartbeat"), st.integers(0, 2), st.sampled_from([0, -1, 1]), st.booleans(), st.booleans(),
+              st.sampled_from([0, 1000])),
+    st.tuples(st.just("wait"), st.integers(0, 300)),
+    st.tuples(st.just("fence"),),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_OPS, max_size=30))
+def test_registration_and_heartbeat_properties(ops: list[tuple]) -> None:  # type: ignore[type-arg]
+    c = ctl(session_timeout_ms=200)
+    now, epochs_seen, incarnations = 0, [0], {}
+    for op in ops:
+        before_offset = c.next_offset
+        if op[0] == "register":
+            _, b, inc = op
+            existing = c.registrations.get(b)
+            valid = existing is not None and existing.session_valid(now, 200)
+            r, ev = c.register(reg(b, uuid.UUID(int=inc + 1)), now)
+            if valid and existing.incarnation_id != uuid.UUID(int=inc + 1):
+                assert r.error_code == 101 and c.next_offset == before_offset
+                continue
+            assert r.error_code == 0 and c.next_offset == before_offset + 1
+            if incarnations.get(b) == inc:
+                assert r.broker_epoch == existing.epoch and ev[0].kind == EventKind.UPDATED
+            else:
+                assert r.broker_epoch > max(epochs_seen)  # a new incarnation: a newer epoch than any before
+                epochs_seen.append(r.broker_epoch)
+            incarnations[b] = inc
+        elif op[0] == "heartbeat":
+            _, b, delta, fence, shut, offset = op
+            registered = c.registrations.get(b)
+            epoch = (registered.epoch if registered else 1) + delta
+            h, ev = c.heartbeat(hb(b, epoch, offset, fence=fence, shut=shut), now)
+            if registered is None or delta != 0:
+                assert h.error_code == 77 and ev == [] and c.next_offset == before_offset
+                continue
+            assert h.error_code == 0
+            assert h.is_fenced == c.registrations[b].state.fenced
+            assert h.should_shut_down == (c.registrations[b].state == ControlState.SHUTDOWN_NOW)
+            assert h.is_caught_up == (offset >= registered.record_offset)
+            assert c.next_offset == before_offset + len(ev)  # one record per state change
+        elif op[0] == "wait":
+            now += op[1]
+        else:
+            ev = c.fence_stale_brokers(now)
+            assert all(e.kind == EventKind.FENCED for e in ev)
+            assert all(r.state.fenced or r.session_valid(now, 200) for r in c.registrations.values())
