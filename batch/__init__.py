@@ -1,12 +1,13 @@
 """ctrlbatch.batch: the controller's request batch (Kafka 3.9 ControllerBrokerRequestBatch), no I/O.
 
-    batch = ControllerBrokerRequestBatch(controller_id, context, metadata_version, transport)
+    batch = ControllerBrokerRequestBatch(controller_id, context, "3.9-IV0", transport)
     batch.new_batch()
-    batch.add_leader_and_isr_request_for_brokers(...)
+    batch.add_leader_and_isr_request_for_brokers(broker_ids, tp, leadership, assignment, is_new=False)
     batch.send_requests_to_brokers(controller_epoch)
 
+The context is any ControllerChannelContext (ctrlbatch.context.ControllerContext, or your own).
 Requests go to a Transport (send(broker_id, OutboundRequest, callback)); RecordingTransport
-keeps them for inspection.
+keeps them for inspection. `ctrlbatch demo` runs the failover scenario (demo.py).
 """
 
 from ctrlbatch.context import IllegalStateError
