@@ -54,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         rows, elapsed, converged = asyncio.run(asyncio.wait_for(_simulate(config, plan, spec, args.scenario), args.timeout))
     except TimeoutError as e:
-        raise CommandError(f"scenario {args.scenario}: {e or f'timed out after {args.timeout} s'}") from None
+        why = str(e) or (f"timed out after {args.timeout} s before the cluster was quiet "
+                          "(a broker that never answers keeps its requests queued; see --faults and --timeout)")
+        raise CommandError(f"scenario {args.scenario}: {why}") from None
     _print(args, rows, elapsed)
     return 0 if converged else 1
 

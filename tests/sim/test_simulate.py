@@ -49,6 +49,12 @@ def test_bad_input(args: list[str], message: str) -> None:
     assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_run_that_never_quiets_is_bounded() -> None:
+    r = simulate("--brokers", "3", "--partitions", "30", "--faults", "delay:1=5", "--request-timeout-ms", "500",
+                 "--timeout", "3")
+    assert r.returncode == 1 and "timed out after 3.0 s before the cluster was quiet" in r.stderr
+
+
 def test_parse_faults() -> None:
     plan = parse_faults("close:1@3, close:1@5,error:2=56@4,delay:0=0.5,refuse:2=1.5", 3)
     assert plan.per_broker[1].close_at == {3, 5}
