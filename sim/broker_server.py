@@ -5,6 +5,7 @@ Rules:
   listener; anything else closes the connection (server.py has the framing rules).
 - Faults (``BrokerFaults``, changeable at any time): ``close_at`` request ordinals (1-based, over
   the broker's life) are dropped unanswered and unapplied with the connection closed;
+  ``hang_up_at`` ordinals are applied and answered, then the connection is closed;
   ``delay`` seconds pass before each reply (the request is applied first); ``error_code``
   answers every request with Kafka's error response for that code, unapplied. ``refuse(s)``
   stops listening for s seconds; ``kill()`` drops the listener and every connection and loses
@@ -38,6 +39,8 @@ _log = logging.getLogger("ctrlbatch.sim.broker")
 @attrs.define
 class BrokerFaults:
     close_at: set[int] = attrs.field(factory=set)
+    hang_up_at: set[int] = attrs.field(factory=set)
+    """Request ordinals answered (and applied), then the connection closed."""
     delay: float = 0.0
     error_code: int | None = None
     error_at: dict[int, int] = attrs.field(factory=dict)
@@ -161,4 +164,6 @@ class SimulatedBroker:
             return None
         rec.answered = True
         rec.error_code = getattr(response, "error_code", None)
+        if self.ordinal in faults.hang_up_at:
+            conn.hang_up_after_reply = True
         return response

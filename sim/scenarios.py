@@ -10,7 +10,7 @@ Rules:
   back as a new incarnation), topic-deletion (the first topic), reassignment (every partition of
   the first topic moves one broker on).
 - Fault specs (``parse_faults``), comma-separated: ``close:B@N`` closes broker B's connection on its
-  N-th request; ``error:B=CODE@N`` answers its N-th request with error CODE; ``delay:B=SECONDS``
+  N-th request (unanswered); ``hangup:B@N`` answers it, then closes; ``error:B=CODE@N`` answers its N-th request with error CODE; ``delay:B=SECONDS``
   delays every reply; ``refuse:B=SECONDS`` refuses connections for that long when the scenario
   starts. A bad spec raises ValueError naming it.
 """
@@ -50,6 +50,7 @@ class FaultPlan:
 
 _SPECS: list[tuple[re.Pattern[str], Callable[[FaultPlan, re.Match[str]], None]]] = [
     (re.compile(r"close:(\d+)@(\d+)"), lambda p, m: p.faults(int(m[1])).close_at.add(int(m[2]))),
+    (re.compile(r"hangup:(\d+)@(\d+)"), lambda p, m: p.faults(int(m[1])).hang_up_at.add(int(m[2]))),
     (re.compile(r"error:(\d+)=(-?\d+)@(\d+)"), lambda p, m: p.faults(int(m[1])).error_at.__setitem__(int(m[3]), int(m[2]))),
     (re.compile(r"delay:(\d+)=(\d+(?:\.\d+)?)"), lambda p, m: setattr(p.faults(int(m[1])), "delay", float(m[2]))),
     (re.compile(r"refuse:(\d+)=(\d+(?:\.\d+)?)"), lambda p, m: p.refuse.__setitem__(int(m[1]), float(m[2]))),
@@ -68,7 +69,8 @@ def parse_faults(text: str, brokers: int) -> FaultPlan:
                 apply(plan, m)
                 break
         else:
-            raise ValueError(f"fault {spec!r} is not close:B@N, error:B=CODE@N, delay:B=SECONDS or refuse:B=SECONDS")
+            raise ValueError(f"fault {spec!r} is not close:B@N, hangup:B@N, error:B=CODE@N, delay:B=SECONDS or "
+                             "refuse:B=SECONDS")
     return plan
 
 

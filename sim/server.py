@@ -10,7 +10,8 @@ Rules (kafka-controller-channel.md §6):
   until its response is written). A frame that arrives while an earlier one is unanswered is
   queued and counted in ``pipelined`` (a controller must never do that).
 - The server hands each decoded request to ``handler(conn, decoded) -> Awaitable[Message | None]``;
-  None means "close the connection without answering" (a fault).
+  None means "close the connection without answering" (a fault); a handler that sets
+  ``conn.hang_up_after_reply`` gets its reply written, then the connection closed.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class Connection(asyncio.Protocol):
         self._pending: collections.deque[tuple[bytes, float]] = collections.deque()
         self._task: asyncio.Task[None] | None = None
         self.closed = asyncio.get_running_loop().create_future()
+        self.hang_up_after_reply = False
+        """Set by a handler: write this reply, then close the connection gracefully."""
 
     def __repr__(self) -> str:
         return f"Connection(#{self.number} to {self.server.name})"
@@ -129,6 +132,10 @@ class Connection(asyncio.Protocol):
             self.transport.write(out)
             stats.bytes_out += len(out)
             stats.latencies.append(time.perf_counter() - t0)
+            if self.hang_up_after_reply:
+                stats.closed_by_server += 1
+                self.transport.close()  # flushes the reply first, unlike abort()
+                return
 
 
 class FrameServer:

@@ -146,6 +146,17 @@ def test_fault_close_at_drops_the_request_unapplied() -> None:
     assert [(r.ordinal, r.connection, r.answered) for r in b.received] == [(1, 1, False), (2, 2, True)]
 
 
+def test_fault_hang_up_answers_then_closes() -> None:
+    async def body(b: SimulatedBroker) -> None:
+        async with await FrameClient.connect(b.host, b.port) as c:
+            _, resp = await c.request(umr(5), 8)
+            assert resp.error_code == 0
+            assert await c.at_eof()
+
+    b = run(body, faults=BrokerFaults(hang_up_at={1}))
+    assert b.state.controller_epoch == 5 and b.received[0].answered and b.server.stats.closed_by_server == 1
+
+
 def test_fault_error_code_answers_kafkas_error_shape_unapplied() -> None:
     async def body(b: SimulatedBroker) -> None:
         async with await FrameClient.connect(b.host, b.port) as c:

@@ -67,6 +67,7 @@ def plans(draw: Any) -> dict[str, Any]:
     if errors:  # a StopReplica answered with an error would leave a deletion pending for ever
         steps = [s for s in steps if s != "delete"]
     faults = {b: BrokerFaults(close_at=set(draw(st.lists(st.integers(1, 12), max_size=2))),
+                              hang_up_at=set(draw(st.lists(st.integers(1, 12), max_size=2))),
                               delay=draw(st.sampled_from([0.0, 0.0, 0.01])),
                               error_at=draw(st.dictionaries(st.integers(1, 12), st.sampled_from([-1, 56]), max_size=2))
                               if errors else {})

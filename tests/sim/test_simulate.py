@@ -56,8 +56,8 @@ def test_a_run_that_never_quiets_is_bounded() -> None:
 
 
 def test_parse_faults() -> None:
-    plan = parse_faults("close:1@3, close:1@5,error:2=56@4,delay:0=0.5,refuse:2=1.5", 3)
-    assert plan.per_broker[1].close_at == {3, 5}
+    plan = parse_faults("close:1@3, close:1@5,error:2=56@4,delay:0=0.5,refuse:2=1.5,hangup:0@2", 3)
+    assert plan.per_broker[1].close_at == {3, 5} and plan.per_broker[0].hang_up_at == {2}
     assert plan.per_broker[2].error_at == {4: 56}
     assert plan.per_broker[0].delay == 0.5 and plan.refuse == {2: 1.5}
 
