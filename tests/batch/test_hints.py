@@ -105,3 +105,32 @@ def test_context_checked_once_per_context(kt, monkeypatch):
     batch.send_requests_to_brokers(1)
     batch.new_batch()
     assert calls == [context, *contexts]
+
+
+def test_update_metadata_live_brokers_follow_the_context(kt):
+    """The live-broker list is kept between sends only while the broker membership is unchanged."""
+    from ctrlbatch.context import Broker, EndPoint
+
+    context = _context(kt)
+    for ctx in (context, ChannelContextView(context)):
+        batch = ControllerBrokerRequestBatch(1, ctx, "3.9", RecordingTransport())
+
+        def hosts(batch=batch):
+            batch.transport.clear()
+            batch.new_batch()
+            batch.add_update_metadata_request_for_brokers([1])
+            batch.send_requests_to_brokers(1)
+            ((request, _),) = batch.transport.sent[1]
+            return [(b.id, b.endpoints[0].host) for b in kt.check_wire(request).live_brokers]
+
+        before = hosts()
+        assert hosts() == before
+        old = context.live_or_shutting_down_broker(2)
+        new = Broker(2, [EndPoint("moved", 9092, "PLAINTEXT", "PLAINTEXT")])
+        context.update_broker_metadata(old, new)
+        assert hosts() == [(1, dict(before)[1]), (3, dict(before)[3]), (2, "moved")]
+        context.add_live_brokers({Broker(7, [EndPoint("seven", 1, "PLAINTEXT", "PLAINTEXT")]): 5})
+        assert hosts()[-1] == (7, "seven")
+        context.remove_live_brokers([7])
+        context.update_broker_metadata(new, old)
+        assert sorted(hosts()) == sorted(before)
