@@ -53,6 +53,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a default only where it says something: not None or False, and not already in the help."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return super()._get_help_string(action) or text
+
+
 def _top_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="ctrlbatch",
@@ -77,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=f"ctrlbatch {name}",
         description=(module.__doc__ or help_text).strip().split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     module.configure(parser)
     parsed = parser.parse_args(rest)
