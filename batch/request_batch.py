@@ -24,23 +24,22 @@ wrong argument type fails where it is first read and is then named (_check_lair_
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
 
 from ctrlbatch.context import (
     Broker,
+    ChannelContextHints,
     ControllerChannelContext,
     IllegalStateError,
     MetadataVersion,
     SecurityProtocol,
     TopicPartition,
     UpdateMetadataHints,
-    UpdateMetadataView,
 )
 from ctrlbatch.context.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from ctrlbatch.context.replica_assignment import ReplicaAssignment
@@ -64,6 +63,14 @@ from .builders import (
     UpdateMetadataBuilder,
     body_layout,
 )
+from .checks import (
+    broker_targets,
+    check_lair_inputs,
+    expect,
+    int_tuple,
+    type_name,
+)
+from .checks import metadata_version as metadata_version_arg
 from .events import (
     ControllerEvent,
     LeaderAndIsrResponseReceived,
@@ -113,92 +120,6 @@ def _ordered(partitions: Iterable[TopicPartition]) -> Iterable[TopicPartition]:
     return partitions
 
 
-def _type_name(value: object) -> str:
-    return type(value).__name__
-
-
-def _expect(value: object, cls: type, param: str, what: str) -> None:
-    """The edge check: value must be a cls (by type identity, the cheapest test)."""
-    if type(value) is not cls and not isinstance(value, cls):
-        hint = ""
-        if isinstance(value, LeaderAndIsr) and cls is LeaderIsrAndControllerEpoch:
-            hint = " (wrap it: LeaderIsrAndControllerEpoch(leader_and_isr, controller_epoch))"
-        raise TypeError(f"{param} must be {what}, not {_type_name(value)} {value!r:.80}{hint}")
-
-
-def _broker_targets(broker_ids: Iterable[int], param: str = "broker_ids") -> list[int]:
-    """The ids >= 0 of broker_ids (CCM:421 and the like), checked to be ints first."""
-    if type(broker_ids) is not tuple and type(broker_ids) is not list and (
-        isinstance(broker_ids, str | bytes) or not isinstance(broker_ids, Iterable)
-    ):
-        raise TypeError(f"{param} must be an iterable of int broker ids, not {_type_name(broker_ids)} {broker_ids!r:.80}")
-    try:
-        return [b for b in broker_ids if b >= 0]
-    except TypeError:
-        bad = [b for b in broker_ids if type(b) is not int][:1] if isinstance(broker_ids, Sequence) else []
-        shown = f"{_type_name(bad[0])} {bad[0]!r:.80}" if bad else "a value that is not an int"
-        raise TypeError(f"{param} must hold int broker ids, not {shown}") from None
-
-
-def _check_lair_inputs(topic_partition: object, leadership: object, assignment: object) -> None:
-    """The LeaderAndIsr add's argument types, named when wrong (run when building its state failed)."""
-    _expect(topic_partition, TopicPartition, "topic_partition", "a TopicPartition")
-    _expect(leadership, LeaderIsrAndControllerEpoch, "leader_isr_and_controller_epoch", "a LeaderIsrAndControllerEpoch")
-    _expect(assignment, ReplicaAssignment, "replica_assignment", "a ReplicaAssignment")
-
-
-def _int_tuple(values: Iterable[int], param: str) -> tuple[int, ...]:
-    out = tuple(values)
-    for v in out:
-        if type(v) is not int:
-            raise TypeError(f"{param} must hold int broker ids, not {_type_name(v)} {v!r:.80}")
-    return out
-
-
-def _metadata_version(value: object) -> MetadataVersion | Callable[[], MetadataVersion]:
-    """The metadata_version argument: a MetadataVersion, its version string, or a callable."""
-    if isinstance(value, MetadataVersion) or callable(value):
-        return value
-    if isinstance(value, str):
-        try:
-            return MetadataVersion.from_version_string(value)
-        except ValueError:
-            raise ValueError(
-                f"metadata_version {value!r} is not a metadata version; expected e.g. '3.9-IV0' or '3.9' "
-                f"(from {MetadataVersion.VERSIONS[0].version} to {MetadataVersion.LATEST_TESTING.version})"
-            ) from None
-    raise TypeError(
-        f"metadata_version must be a MetadataVersion, a version string such as '3.9-IV0', or a callable "
-        f"returning one, not {_type_name(value)} {value!r:.80}"
-    )
-
-
-class _ChannelContextHints:
-    """UpdateMetadataHints derived from the ten ControllerChannelContext members, for a context
-    that does not offer them: one code path in the batch whatever the context."""
-
-    __slots__ = ("_ctx",)
-
-    def __init__(self, ctx: ControllerChannelContext) -> None:
-        self._ctx = ctx
-
-    @property
-    def broker_membership_version(self) -> int:
-        """Unknown, so never the same twice: the batch re-reads the broker set on every add."""
-        return next(_FRESH)
-
-    def update_metadata_view(self, partition: TopicPartition) -> UpdateMetadataView | None:
-        ctx = self._ctx
-        info = ctx.partition_leadership_info(partition)
-        if info is None:
-            return None
-        replicas = tuple(ctx.partition_replica_assignment(partition))
-        online = ctx.is_replica_online
-        offline = tuple([r for r in replicas if not online(r, partition)])
-        return info, replicas, offline, ctx.is_topic_queued_up_for_deletion(partition.topic)
-
-
-_FRESH = itertools.count()
 
 
 class _StateChangeLog:
@@ -242,16 +163,16 @@ class ControllerBrokerRequestBatch:
         state_change_logger: logging.Logger | None = None,
     ) -> None:
         if type(controller_id) is not int:
-            raise TypeError(f"controller_id must be an int broker id, not {_type_name(controller_id)} {controller_id!r:.80}")
+            raise TypeError(f"controller_id must be an int broker id, not {type_name(controller_id)} {controller_id!r:.80}")
         if not callable(getattr(transport, "send", None)):
-            raise TypeError(f"transport must have a send(broker_id, request, callback) method, not {_type_name(transport)}")
+            raise TypeError(f"transport must have a send(broker_id, request, callback) method, not {type_name(transport)}")
         if on_event is not None and not callable(on_event):
-            raise TypeError(f"on_event must be a callable or None, not {_type_name(on_event)}")
+            raise TypeError(f"on_event must be a callable or None, not {type_name(on_event)}")
         if not isinstance(inter_broker_listener_name, str):
-            raise TypeError(f"inter_broker_listener_name must be a str, not {_type_name(inter_broker_listener_name)}")
+            raise TypeError(f"inter_broker_listener_name must be a str, not {type_name(inter_broker_listener_name)}")
         self.controller_id = controller_id
         self.context_provider = context
-        self.metadata_version_provider = _metadata_version(metadata_version)
+        self.metadata_version_provider = metadata_version_arg(metadata_version)
         self.transport = transport
         self.on_event = on_event
         self.kraft_controller = bool(kraft_controller)
@@ -267,7 +188,7 @@ class ControllerBrokerRequestBatch:
         self.update_type = UpdateType.UNKNOWN
         self.metadata_instance: ControllerChannelContext | None = None
         self.metadata_version: MetadataVersion | None = None
-        self._hints: UpdateMetadataHints = _ChannelContextHints(_NO_CONTEXT)
+        self._hints: UpdateMetadataHints = ChannelContextHints(_NO_CONTEXT)
         self._view = self._hints.update_metadata_view  # bound once per context
         self._checked_context: object = None  # the last context that passed the protocol checks
         self._membership_seen: object = None
@@ -313,7 +234,7 @@ class ControllerBrokerRequestBatch:
         mv_provider = self.metadata_version_provider
         mv = mv_provider if isinstance(mv_provider, MetadataVersion) else mv_provider()
         if not isinstance(mv, MetadataVersion):
-            raise TypeError(f"metadata_version() must return a MetadataVersion, not {_type_name(mv)} {mv!r:.80}")
+            raise TypeError(f"metadata_version() must return a MetadataVersion, not {type_name(mv)} {mv!r:.80}")
         if ctx is not self._checked_context:
             self._hints = self._hints_of(ctx)
             self._view = self._hints.update_metadata_view
@@ -331,11 +252,11 @@ class ControllerBrokerRequestBatch:
             missing = [m for m in vars(ControllerChannelContext) if not m.startswith("_") and not hasattr(ctx, m)]
             raise TypeError(
                 f"context must be a ControllerChannelContext (or a callable returning one); "
-                f"{_type_name(ctx)} lacks {', '.join(missing)}"
+                f"{type_name(ctx)} lacks {', '.join(missing)}"
             )
         if isinstance(ctx, UpdateMetadataHints):
             return ctx
-        return _ChannelContextHints(ctx)
+        return ChannelContextHints(ctx)
 
     def set_update_type(self, update_type: UpdateType) -> None:
         """The Type written in LeaderAndIsr v5+ and UpdateMetadata v8+ of the next send."""
@@ -376,12 +297,12 @@ class ControllerBrokerRequestBatch:
         if ctx is None:
             self._ctx()
         if is_new is not True and is_new is not False:
-            raise TypeError(f"is_new must be a bool, not {_type_name(is_new)} {is_new!r:.80}")
+            raise TypeError(f"is_new must be a bool, not {type_name(is_new)} {is_new!r:.80}")
         try:  # the usual case, a replica list: min() checks every id in C
             valid = type(broker_ids) is tuple and min(broker_ids) >= 0
         except (TypeError, ValueError):  # a non-int, or no ids
             valid = False
-        targets = broker_ids if valid else _broker_targets(broker_ids)
+        targets = broker_ids if valid else broker_targets(broker_ids)
         try:  # a wrong type fails here, before anything is stored, and is then named (no cost otherwise)
             lai: LeaderAndIsr = leader_isr_and_controller_epoch.leader_and_isr
             state = _make_lair_state(
@@ -399,7 +320,7 @@ class ControllerBrokerRequestBatch:
                 int(lai.leader_recovery_state) if self._recovery_gate else 0,
             )
         except AttributeError:
-            _check_lair_inputs(topic_partition, leader_isr_and_controller_epoch, replica_assignment)
+            check_lair_inputs(topic_partition, leader_isr_and_controller_epoch, replica_assignment)
             raise
         requests = self.leader_and_isr_request_map
         new_brokers = self._lair_new_brokers
@@ -432,12 +353,12 @@ class ControllerBrokerRequestBatch:
         partition without leadership is skipped (logged)."""
         self._ctx()
         if isinstance(partitions, TopicPartition | str) or not isinstance(partitions, Iterable):
-            raise TypeError(f"partitions must be an iterable of TopicPartition, not {_type_name(partitions)} {partitions!r:.80}")
+            raise TypeError(f"partitions must be an iterable of TopicPartition, not {type_name(partitions)} {partitions!r:.80}")
         ordered = list(_ordered(partitions))
         for tp in ordered:
             if type(tp) is not TopicPartition:
-                _expect(tp, TopicPartition, "partitions", "TopicPartition values")
-        self._add_brokers(_broker_targets(broker_ids))
+                expect(tp, TopicPartition, "partitions", "TopicPartition values")
+        self._add_brokers(broker_targets(broker_ids))
         for tp in ordered:
             self._add_update_metadata_partition(tp)
 
@@ -459,16 +380,16 @@ class ControllerBrokerRequestBatch:
 
         For callers that know the state already (a replayed log), not from the context."""
         self._ctx()
-        _expect(tp, TopicPartition, "tp", "a TopicPartition")
+        expect(tp, TopicPartition, "tp", "a TopicPartition")
         for name, value in (("controller_epoch", controller_epoch), ("leader", leader),
                             ("leader_epoch", leader_epoch), ("partition_epoch", partition_epoch)):
             if type(value) is not int:
-                raise TypeError(f"{name} must be an int, not {_type_name(value)} {value!r:.80}")
+                raise TypeError(f"{name} must be an int, not {type_name(value)} {value!r:.80}")
         state = _make_umr_state(
-            tp.topic, tp.partition, controller_epoch, leader, leader_epoch, _int_tuple(isr, "isr"),
-            partition_epoch, _int_tuple(replicas, "replicas"), _int_tuple(offline_replicas, "offline_replicas"),
+            tp.topic, tp.partition, controller_epoch, leader, leader_epoch, int_tuple(isr, "isr"),
+            partition_epoch, int_tuple(replicas, "replicas"), int_tuple(offline_replicas, "offline_replicas"),
         )
-        self._add_brokers(_broker_targets(broker_ids))
+        self._add_brokers(broker_targets(broker_ids))
         self.update_metadata_request_partition_info_map[tp] = state
 
     def _add_brokers(self, broker_ids: Iterable[int]) -> None:
@@ -500,10 +421,10 @@ class ControllerBrokerRequestBatch:
         """Tell broker_ids (ids < 0 dropped) to stop the replica, deleting it if delete_partition
         (sticky within a batch); its leader epoch is read from the context now (CCM:449-464)."""
         ctx = self._ctx()
-        _expect(topic_partition, TopicPartition, "topic_partition", "a TopicPartition")
+        expect(topic_partition, TopicPartition, "topic_partition", "a TopicPartition")
         if delete_partition is not True and delete_partition is not False:
-            raise TypeError(f"delete_partition must be a bool, not {_type_name(delete_partition)} {delete_partition!r:.80}")
-        targets = _broker_targets(broker_ids)
+            raise TypeError(f"delete_partition must be a bool, not {type_name(delete_partition)} {delete_partition!r:.80}")
+        targets = broker_targets(broker_ids)
         state = StopReplicaPartitionState(topic_partition.partition, ctx.leader_epoch(topic_partition), delete_partition)
         sticky: StopReplicaPartitionState | None = None
         requests = self.stop_replica_request_map
@@ -531,7 +452,7 @@ class ControllerBrokerRequestBatch:
         failure is re-raised as IllegalStateError with its cause; the unsent rest stays."""
         ctx = self._ctx("send_requests_to_brokers()")
         if type(controller_epoch) is not int:
-            raise TypeError(f"controller_epoch must be an int, not {_type_name(controller_epoch)} {controller_epoch!r:.80}")
+            raise TypeError(f"controller_epoch must be an int, not {type_name(controller_epoch)} {controller_epoch!r:.80}")
         try:
             log = _StateChangeLog(self.state_change_logger, self.controller_id, controller_epoch)
             self._send_leader_and_isr(ctx, controller_epoch, log)

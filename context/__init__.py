@@ -6,7 +6,12 @@ and hashable; ``ControllerContext`` is the one mutable store and implements the 
 """
 
 from .broker import Broker, EndPoint, Node
-from .channel_context import ControllerChannelContext, UpdateMetadataHints, UpdateMetadataView
+from .channel_context import (
+    ChannelContextHints,
+    ControllerChannelContext,
+    UpdateMetadataHints,
+    UpdateMetadataView,
+)
 from .controller_context import (
     INITIAL_CONTROLLER_EPOCH,
     INITIAL_CONTROLLER_EPOCH_ZK_VERSION,
@@ -26,6 +31,7 @@ __all__ = [
     "ZERO_UUID",
     "Broker",
     "BrokerEndPointNotAvailableError",
+    "ChannelContextHints",
     "ControllerChannelContext",
     "ControllerContext",
     "EndPoint",

@@ -14,6 +14,7 @@ Rules:
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -23,7 +24,7 @@ from .broker import Broker
 from .leader_and_isr import LeaderIsrAndControllerEpoch
 from .topic_partition import TopicPartition
 
-__all__ = ["ControllerChannelContext", "UpdateMetadataHints", "UpdateMetadataView"]
+__all__ = ["ChannelContextHints", "ControllerChannelContext", "UpdateMetadataHints", "UpdateMetadataView"]
 
 
 @runtime_checkable
@@ -94,3 +95,31 @@ class UpdateMetadataHints(Protocol):
         """All of an UpdateMetadata partition state's inputs in one call; None without leadership.
         Must equal what the ten ControllerChannelContext members give."""
         ...
+
+
+class ChannelContextHints:
+    """UpdateMetadataHints derived from the ten ControllerChannelContext members, for a context
+    that does not offer them (so the batch has one code path whatever the context)."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: ControllerChannelContext) -> None:
+        self._ctx = ctx
+
+    @property
+    def broker_membership_version(self) -> int:
+        """Unknown, so never the same twice: the batch re-reads the broker set on every add."""
+        return next(_FRESH)
+
+    def update_metadata_view(self, partition: TopicPartition) -> UpdateMetadataView | None:
+        ctx = self._ctx
+        info = ctx.partition_leadership_info(partition)
+        if info is None:
+            return None
+        replicas = tuple(ctx.partition_replica_assignment(partition))
+        online = ctx.is_replica_online
+        offline = tuple([r for r in replicas if not online(r, partition)])
+        return info, replicas, offline, ctx.is_topic_queued_up_for_deletion(partition.topic)
+
+
+_FRESH = itertools.count()
