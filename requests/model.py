@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-from .errors import DecodeError, UnsupportedVersionError
+from .errors import DecodeError
 from .spec import FieldSpec, MessageSpec, StructSpec, iter_structs
 
 T = TypeVar("T", bound="Message")
@@ -98,7 +98,7 @@ class Message(Struct):
 
     def encode(self, version: int) -> bytes:
         """The body bytes at this version (no header, no size prefix)."""
-        enc = self._encoders.get(version)
+        enc = self._encoders.get(version) if type(version) is int else None
         if enc is None:
             enc = _compile(type(self), version, encode=True)
         return enc(self)  # type: ignore[no-any-return]
@@ -106,7 +106,7 @@ class Message(Struct):
     @classmethod
     def decode(cls: type[T], data: bytes | bytearray | memoryview, version: int) -> T:
         """Parse a whole body at this version; the buffer must be consumed exactly."""
-        dec = cls._decoders.get(version)
+        dec = cls._decoders.get(version) if type(version) is int else None
         if dec is None:
             dec = _compile(cls, version, encode=False)
         obj, end = dec(data)
@@ -120,7 +120,7 @@ class Message(Struct):
     @classmethod
     def decode_prefix(cls: type[T], data: bytes, version: int, offset: int = 0) -> tuple[T, int]:
         """Parse one body starting at offset (e.g. a header before its body): (object, end offset)."""
-        dec = cls._decoders.get(version)
+        dec = cls._decoders.get(version) if type(version) is int else None
         if dec is None:
             dec = _compile(cls, version, encode=False)
         return dec(data, offset)  # type: ignore[no-any-return]
@@ -131,11 +131,8 @@ class Message(Struct):
 
 
 def _compile(cls: type[Message], version: int, *, encode: bool) -> Any:
-    spec = cls.MESSAGE
-    if version not in spec.valid_versions:
-        if encode:
-            raise UnsupportedVersionError(f"Can't write version {version} of {spec.name}")
-        raise DecodeError(f"Can't read version {version} of {spec.name}", message=spec.name, version=version)
+    """The codec of (cls, version), built once and cached on the class; codec.build checks the
+    version first (a non-int or an unknown version gets its error there, in one place)."""
     from . import codec
 
     fn = codec.build(cls, version, encode=encode)
