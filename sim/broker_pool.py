@@ -1,7 +1,8 @@
 """A pool of simulated brokers in a child process, for runs that want the brokers off the controller's CPU.
 
 Rules:
-- ``BrokerPool.start(n, controller, cluster_id)`` spawns a process (multiprocessing "spawn") that
+- ``BrokerPool.start(n, controller, cluster_id)`` spawns a process (multiprocessing "spawn", so the
+  caller's main module must be import-safe: ``if __name__ == "__main__":``) that
   runs n SimulatedBrokers (ids 0..n-1, one SharedDecoder) on 127.0.0.1, each registering with the
   controller endpoint by itself; it returns once every broker listens.
 - The parent talks to the child over a multiprocessing Pipe, one command at a time: ``digests()``
@@ -87,9 +88,13 @@ class BrokerPool:
 
     @staticmethod
     def _expect(conn: Connection, kind: str, timeout: float) -> Any:
-        if not conn.poll(timeout):
-            raise TimeoutError(f"the broker pool did not answer {kind!r} within {timeout} s")
-        got, value = conn.recv()
+        try:
+            if not conn.poll(timeout):
+                raise TimeoutError(f"the broker pool did not answer {kind!r} within {timeout} s")
+            got, value = conn.recv()
+        except (EOFError, OSError) as e:
+            raise RuntimeError(f"the broker pool process ended before answering {kind!r} (is the main module "
+                               "guarded by if __name__ == '__main__'? the pool is spawned)") from e
         if got != kind:
             raise RuntimeError(f"the broker pool answered {got!r}, expected {kind!r}")
         return value

@@ -241,7 +241,8 @@ class SimCluster:
     def converged(self) -> dict[int, bool]:
         """Per live broker: does its metadata cache equal the controller's view?"""
         want = expected_view(self.controller.ctx)
-        return {b: self.brokers[b].state.cache.view() == want for b in self.live_broker_ids()}
+        memo: dict[int, Any] = {}  # decoded states shared by brokers are converted once
+        return {b: self.brokers[b].state.cache.matches(want, memo) for b in self.live_broker_ids()}
 
     def summary(self) -> list[dict[str, Any]]:
         """Per broker: requests by api key, bytes in and out, latencies (s: the controller's, from

@@ -189,6 +189,30 @@ class MetadataCache:
                 ))
         return out
 
+    def matches(self, want: CacheView, memo: dict[int, PartitionView] | None = None) -> bool:
+        """``self.view() == want``, without building the view: states shared between caches (one
+        decoded request applied by many brokers) are converted once through ``memo`` (by id, so
+        only for the duration of one comparison pass)."""
+        if self.alive_brokers != want.brokers or self.topic_ids != want.topic_ids:
+            return False
+        memo = {} if memo is None else memo
+        by_topic: dict[str, dict[int, PartitionView]] = {}
+        for tp, pv in want.partitions.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = pv
+        if by_topic.keys() != self.partition_states.keys():
+            return False
+        for topic, infos in self.partition_states.items():
+            wanted = by_topic[topic]
+            if len(wanted) != len(infos):
+                return False
+            for p, st in infos.items():
+                known = memo.get(id(st))
+                if known is None:
+                    known = memo[id(st)] = partition_view(st)
+                if wanted.get(p) != known:
+                    return False
+        return True
+
     def view(self) -> CacheView:
         parts = {
             TopicPartition(t, p): partition_view(s) for t, infos in self.partition_states.items() for p, s in infos.items()

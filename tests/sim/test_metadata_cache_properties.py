@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,3 +75,8 @@ def test_cache_matches_the_model(requests: list[tuple[list[tuple[str, int, int, 
         assert {tp: (v.leader, v.leader_epoch) for tp, v in view.partitions.items()} == model
         assert set(view.brokers) == set(brokers)  # replaced, never merged
         assert view.topic_ids == model_ids
+        assert cache.matches(view)
+        for tp, pv in view.partitions.items():  # any difference is seen
+            other = attrs.evolve(pv, leader=pv.leader + 1)
+            assert not cache.matches(attrs.evolve(view, partitions={**view.partitions, tp: other}))
+            assert not cache.matches(attrs.evolve(view, partitions={k: v for k, v in view.partitions.items() if k != tp}))
