@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctrlbatch.requests import (
@@ -67,6 +67,7 @@ def test_no_hint_without_a_prefix():
 API_VERSIONS = [(key, v) for key, a in APIS.items() for v in range(a.min_version, a.max_version + 1)]
 
 
+@settings(deadline=None)  # a first header template compiles the header codec
 @given(
     api_version=st.sampled_from(API_VERSIONS),
     correlation_id=st.integers(-(1 << 31), (1 << 31) - 1),
