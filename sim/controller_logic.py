@@ -27,6 +27,7 @@ from ctrlbatch.batch import (
     ControllerBrokerRequestBatch,
     OutboundRequest,
     TopicDeletionStopReplicaResponseReceived,
+    UpdateType,
 )
 from ctrlbatch.batch.transport import ResponseCallback
 from ctrlbatch.context import (
@@ -298,15 +299,22 @@ class SimController:
         self._send(build)
 
     def failover(self) -> None:
-        """A new controller (epoch + 1): UpdateMetadata with every partition to every broker, then
-        LeaderAndIsr for every partition to its live replicas (onControllerFailover)."""
+        """A new KRaft controller (epoch + 1) syncs the brokers from its image, as the migration
+        propagator does (kafka-migration-propagator.md, MP:219-246): UpdateMetadata with every
+        partition to every broker, then a FULL batch: LeaderAndIsr (is_new) for every partition to
+        its replicas, which brings a FULL UpdateMetadata with everything. No StopReplica: FULL
+        lets a broker drop stray logs and deleted topics by itself."""
         self.ctx.epoch += 1
         self._send(lambda: self.batch.add_update_metadata_request_for_brokers(
             self.ctx.live_or_shutting_down_broker_ids, self._all_partitions()))
 
         def build() -> None:
+            self.batch.set_update_type(UpdateType.FULL)
             for tp in self._all_partitions():
-                self._add_leader_and_isr(tp, self._live_replicas(tp))
+                info = self.ctx.partition_leadership_info(tp)
+                assert info is not None
+                self.batch.add_leader_and_isr_request_for_brokers(
+                    self.ctx.partition_replica_assignment(tp), tp, info, self.ctx.partition_full_replica_assignment(tp), True)
 
         self._send(build)
 

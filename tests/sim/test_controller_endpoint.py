@@ -175,3 +175,31 @@ def test_a_joining_broker_gets_full_metadata_and_the_others_none_kafka_7537() ->
             assert kinds.index(EventKind.FENCED) < kinds.index(EventKind.BOUNCED)
 
     run(main)
+
+
+def test_failover_sends_full_requests_that_drop_strays_and_deleted_topics() -> None:
+    import uuid as _uuid
+
+    from ctrlbatch.context import TopicPartition
+    from ctrlbatch.requests import UpdateMetadataPartitionState
+    from ctrlbatch.sim.broker_state import HostedPartition
+
+    async def main() -> None:
+        async with SimCluster(ClusterConfig(brokers=3, heartbeat_interval=0.05)) as c:
+            c.controller.create_topics({"foo": [[0, 1], [1, 2], [2, 0]]})
+            assert await c.quiesce(10)
+            b1 = c.brokers[1].state
+            stray = TopicPartition("gone", 0)
+            b1.partitions[stray] = HostedPartition("gone", 0, log_exists=True)
+            b1.cache.partition_states["gone"] = {0: UpdateMetadataPartitionState(partition_index=0, leader=1)}
+            b1.cache.topic_ids["gone"] = _uuid.UUID(int=77)
+            assert not c.converged()[1]
+            c.controller.failover()
+            assert await c.quiesce(10)
+            last = {r.api_key: r.body for r in c.brokers[1].received}
+            assert last[4].type == 2 and last[6].type == 2 and last[6].is_k_raft_controller
+            assert stray not in b1.partitions  # a stray log (KAFKA-15605)
+            assert "gone" not in b1.cache.partition_states  # a topic the FULL request lacks (KAFKA-15799)
+            assert all(c.converged().values())
+
+    run(main)
