@@ -127,6 +127,9 @@ class SimulatedBroker:
 
     async def refuse(self, seconds: float, *, drop: bool = False) -> None:
         """Refuse connections for ``seconds`` (open connections stay unless ``drop``), then listen again."""
+        if self._refuse_task is not None:  # a new refusal replaces a pending one
+            self._refuse_task.cancel()
+            await asyncio.gather(self._refuse_task, return_exceptions=True)
         await self.server.close_listener()
         if drop:
             await self.server.drop_connections()
