@@ -100,6 +100,7 @@ _make_umr_state = UpdateMetadataPartitionState.maker(
     "replicas", "offline_replicas",
 )
 _leader_of = operator.attrgetter("leader")
+_topic_of = operator.attrgetter("topic_name")
 STATE_CHANGE_LOGGER = "state.change.logger"
 _NOT_EMPTY = "Controller to broker state change requests batch is not empty while creating a new one. "
 _NO_BATCH = "new_batch() must be called before {}"
@@ -501,9 +502,8 @@ class ControllerBrokerRequestBatch:
                 for tp, s in states.items():
                     kind = "become-leader" if s.leader == broker else "become-follower"
                     log.debug(f"Sending {kind} LeaderAndIsr request {struct_text(s)} to broker {broker} for partition {tp}")
-            leaders = list(map(_leader_of, values))
             if log.info_enabled:
-                become_leader = leaders.count(broker)
+                become_leader = list(map(_leader_of, values)).count(broker)
                 log.info(
                     f"Sending LeaderAndIsr request to broker {broker} with {become_leader} become-leader and "
                     f"{len(states) - become_leader} become-follower partitions"
@@ -516,7 +516,7 @@ class ControllerBrokerRequestBatch:
             else:
                 # CCM:544-546: a set of Nodes, one per live Broker value whose id leads here
                 # (two registrations of one id give two nodes unless they are equal).
-                leader_ids = set(leaders)
+                leader_ids = set(map(_leader_of, values))
                 live_leaders: dict[LeaderAndIsrLiveLeader, None] = {}
                 for b in live_brokers:
                     if b.id in leader_ids:
@@ -551,7 +551,7 @@ class ControllerBrokerRequestBatch:
             epochs = ctx.live_broker_id_and_epochs
             topic_ids = ctx.topic_ids
             states = list(partitions.values())
-            topics = {s.topic_name: None for s in states}
+            topics = dict.fromkeys(map(_topic_of, states))  # in first-seen order
             builder = UpdateMetadataBuilder(
                 version, self.controller_id, controller_epoch, states, live_brokers,
                 {t: topic_ids[t] for t in topics if t in topic_ids}, self.kraft_controller, int(self.update_type),
