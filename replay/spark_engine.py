@@ -22,8 +22,10 @@ Rules of this module (pyspark-notes.md Part A §2; the design):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
 import struct
 import time
 from collections import Counter, deque
@@ -33,10 +35,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
+from ctrlbatch.cli import CommandError
 from ctrlbatch.requests import request_head
 
 from .deltas import Delta, group_deltas
-from .errors import ReadStats
+from .errors import ReadStats, ReplayInputError
 from .image import EMPTY_IMAGE, MetadataImage, apply_delta
 from .records import LEADER_CHANGE, LogBatch
 from .sources import History, open_history
@@ -52,6 +55,7 @@ _BROKER_EPOCH = struct.Struct(">q")  # the brokerEpoch field inside a shared bod
 UNITS_PER_CORE = 8  # several units per core even out units of uneven cost
 MIN_UNIT_BYTES = 256 << 10
 MAX_UNIT_BYTES = 64 << 20  # bounds a unit's memory on huge logs
+MAX_UNITS = 64  # tasks cost ~10-50 ms each and a unit carries an image: a few dozen are plenty
 _TEXT_KINDS = ("jsonl", "dump")
 Position = tuple[int, int]  # (segment index, byte position in that segment)
 
@@ -161,28 +165,37 @@ class SparkReplay:
 def _segment_batches(
     history: History, start: Position | None, stop: Position | None, stats: ReadStats
 ) -> Iterator[LogBatch]:
-    """The log batches of history in [start, stop), filtered like History.batches()."""
-    from .segments import read_segment
+    """The log batches of history in [start, stop), read, checked, trimmed and counted exactly
+    as History.batches() does for the whole log (the offset-gap check runs inside the range;
+    the planning pass runs it over the whole log)."""
+    from .segments import count_batch, read_segment
+    from .sources import trim_batch
 
     segments = history.segments
     first = start[0] if start else 0
     last = stop[0] if stop else len(segments) - 1
     begin_offset = history.start_offset
+    seen = ReadStats(corrupt=stats.corrupt, unprinted=stats.unprinted)  # what is read; stats: what is yielded
+    expected, corrupt = -1, len(stats.corrupt)
     for i in range(first, last + 1):
         pos = start[1] if start and i == start[0] else 0
         end = stop[1] if stop and i == stop[0] else None
         if end is not None and end <= pos:
             continue
-        for batch in read_segment(segments[i], skip_corrupt=history.skip_corrupt, stats=stats, start=pos, stop=end):
-            if batch.last_offset < begin_offset:
+        for batch in read_segment(segments[i], skip_corrupt=history.skip_corrupt, stats=seen, start=pos, stop=end):
+            if expected >= 0 and batch.base_offset != expected:
+                gap = "go backwards" if batch.base_offset < expected else f"skip {expected}..{batch.base_offset - 1}"
+                err = ReplayInputError(batch.source, batch.position, f"offsets {gap}: a segment overlaps or is missing")
+                if not history.skip_corrupt:
+                    raise err
+                if len(stats.corrupt) == corrupt:
+                    stats.corrupt.append(err.as_corrupt())
+            expected, corrupt = batch.last_offset + 1, len(stats.corrupt)
+            trimmed = trim_batch(batch, begin_offset)
+            if trimmed is None:
                 continue
-            if batch.base_offset < begin_offset:
-                batch = attrs.evolve(
-                    batch,
-                    records=tuple(r for r in batch.records if r.offset >= begin_offset),
-                    control_records=tuple(c for c in batch.control_records if c.offset >= begin_offset),
-                )
-            yield batch
+            count_batch(stats, trimmed)
+            yield trimmed
 
 
 def _is_leader_change(batch: LogBatch) -> bool:
@@ -240,7 +253,7 @@ def plan_units(source: HistorySource, coalesce: int, unit_bytes: int, max_units:
     sizes = [os.path.getsize(s) for s in history.segments]
     before = [sum(sizes[:i]) for i in range(len(sizes))]
     index = {s: i for i, s in enumerate(history.segments)}
-    tracker = _Tracker(_segment_batches(history, None, None, ReadStats()), index)
+    tracker = _Tracker(history.batches(), index)
     pending: dict[str, Any] = {"index": 0, "start": None, "image": image, "leader": None, "snapshot": with_snapshot}
     next_cut = unit_bytes
     out: list[tuple[int, Unit]] = []
@@ -472,6 +485,25 @@ def write_unit(index: int, groups: Iterable[Any], first_seq: dict[int, int], dir
 # ---------------------------------------------------------------- the driver
 
 
+# The last line of a Python traceback that Spark relays: "package.module.ErrorClass: message".
+_PERSON_ERROR = re.compile(r"^(?:[\w.]+\.)?(ReplayInputError|MetadataReplayError|CommandError): (.+)$", re.M)
+
+
+@contextlib.contextmanager
+def _executor_errors() -> Iterator[None]:
+    """Turn an executor's input error (relayed by Spark inside a long Java/Python trace) back
+    into a CommandError with the reader's own message: file, byte offset or line, reason."""
+    try:
+        yield
+    except CommandError:
+        raise
+    except Exception as e:
+        found = _PERSON_ERROR.findall(str(e))
+        if not found:
+            raise
+        raise CommandError(found[-1][1].strip()) from None
+
+
 def _total_bytes(history: History) -> int:
     return sum(os.path.getsize(s) for s in history.segments)
 
@@ -509,11 +541,12 @@ def replay_spark(
         unit_bytes = unit_bytes_for(history, sc.defaultParallelism)
     seconds: dict[str, float] = {}
     clock = time.monotonic()
-    count = _total_bytes(history) // unit_bytes + 1
+    count = min(MAX_UNITS, _total_bytes(history) // unit_bytes + 1)
     plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
     routed = plans.partitionBy(count, lambda k: k).values()
     groups = routed.flatMap(lambda unit: run_unit(source, options, coalesce, unit)).persist(StorageLevel.MEMORY_AND_DISK)
-    trailers = groups.mapPartitions(_last).collect()  # groups are small: the fan-out is not expanded yet
+    with _executor_errors():
+        trailers = groups.mapPartitions(_last).collect()  # groups are small: the fan-out is not expanded yet
     seconds["plan+replay"], clock = time.monotonic() - clock, time.monotonic()
     trailers.sort(key=lambda t: t[0])
     first: dict[int, dict[int, int]] = {}  # unit index -> its first seq per broker
@@ -533,9 +566,10 @@ def replay_spark(
         directory = os.fspath(requests_dir)
         os.makedirs(directory, exist_ok=True)
         starts = sc.broadcast(first)
-        written = groups.mapPartitionsWithIndex(
-            lambda i, it: [write_unit(i, it, starts.value[i], directory, with_frames)] if i in starts.value else []
-        ).collect()
+        with _executor_errors():
+            written = groups.mapPartitionsWithIndex(
+                lambda i, it: [write_unit(i, it, starts.value[i], directory, with_frames)] if i in starts.value else []
+            ).collect()
         rows = sum(written)
     seconds["write"] = time.monotonic() - clock
     groups.unpersist()
