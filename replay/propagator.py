@@ -11,6 +11,14 @@ Rules (kafka-migration-propagator.md §2-7, MigrationPropagator.scala 3.9):
   controller epoch) to the old target brokers, with Kafka's inverted offline list unless
   ``correct_offline``; for each changed partition, LeaderAndIsr (is_new) to all its replicas and
   StopReplica(delete) to the replicas it lost.
+- Controlled shutdown: a BrokerRegistrationChangeRecord that only sets inControlledShutdown
+  leaves the broker unfenced, so the broker is a *changed* target broker (MP:122-125 filters
+  changedBrokers on registration present, isMigratingZkBroker and not fenced; nothing else):
+  batch A sends it and the other target brokers UpdateMetadata with every partition, and batch B
+  LeaderAndIsr for every partition it hosts. The reference's §5.3 ("only counts as
+  brokersChanged: a UMR with the broker list") contradicts its own §2 table and Kafka's code;
+  we follow the code (checked against MigrationPropagator.scala at 3.9). A broker that is not a
+  target (``--targets migrating``, a KRaft broker) does give only the broker-list UpdateMetadata.
 - An image (a snapshot) sends UpdateMetadata with everything to every target broker, then a
   FULL batch: LeaderAndIsr for every partition to all replicas (and its UpdateMetadata to all
   brokers); never StopReplica.

@@ -3,16 +3,24 @@
   image restricted to touched_topics gives byte-identical sends and the same touched topics;
 - the image does not depend on how records are grouped into deltas;
 - every send decodes, delivered sends go only to registered, unfenced target brokers, and
-  everything comes in the canonical order (brokers ascending, topics by name, partitions by index)."""
+  everything comes in the canonical order (brokers ascending, topics by name, partitions by index);
+- an oracle: MigrationPropagator's steps called on the batch in Kafka's order, visiting brokers,
+  topics and partitions in random order, accumulate the same requests (content, brokers,
+  dropped flags) as the propagator's canonical plan."""
 
 from __future__ import annotations
 
+import random
 import uuid
 from typing import Any
 
+import attrs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctrlbatch.batch import ControllerBrokerRequestBatch, UpdateType
+from ctrlbatch.context import ReplicaAssignment, TopicPartition
+from ctrlbatch.replay.channel_context import MigrationControllerChannelContext
 from ctrlbatch.replay.deltas import Delta
 from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, apply_delta
 from ctrlbatch.replay.propagator import (
@@ -230,3 +238,115 @@ def test_the_image_does_not_depend_on_the_delta_grouping(deltas: list[Delta]) ->
     assert (stepwise.brokers, stepwise.topics, stepwise.topic_ids_by_name, stepwise.metadata_version) == (
         at_once.brokers, at_once.topics, at_once.topic_ids_by_name, at_once.metadata_version
     )
+
+
+# ----------------------------------------------------------------------------- oracle: Kafka's call order
+
+
+def _kafka_call_order(prev: MetadataImage, delta: Delta, opts: ReplayOptions, rnd: random.Random) -> list[Send]:
+    """MigrationPropagator.sendRPCsToBrokersFromMetadataDelta as the reference's §5.2 steps, calling
+    the batch in Kafka's order but visiting brokers, topics and partitions in a random order
+    (Kafka's are hash maps): the propagator's canonical order must not change the content."""
+    image, changes = apply_delta(prev, delta.records, offset=delta.last_offset, epoch=delta.epoch)
+    if not changes.touched:
+        return []
+    header = delta.epoch if opts.zk_controller_epoch is None else opts.zk_controller_epoch
+    controller = delta.leader_id if delta.leader_id is not None else opts.controller_id
+
+    def target(reg: Any) -> bool:
+        return opts.targets == "all" or bool(reg.is_migrating_zk_broker)
+
+    def shuffled(items: Any) -> list[Any]:
+        out = list(items)
+        rnd.shuffle(out)
+        return out
+
+    channel = {b for b, reg in image.brokers.items() if target(reg) and not reg.fenced}
+    sends: list[Send] = []
+
+    class _Transport:
+        def send(self, broker: int, request: Any, callback: Any) -> None:
+            sends.append(Send(broker, request, broker not in channel))
+
+    ctx = MigrationControllerChannelContext(image)
+    batch = ControllerBrokerRequestBatch(controller, ctx, opts.ibp or image.metadata_version, _Transport(),
+                                         kraft_controller=True)
+    changed_zk = shuffled(b for b, reg in changes.changed_brokers.items()
+                          if reg is not None and target(reg) and not reg.fenced)
+    old_zk = shuffled(b for b, reg in image.brokers.items() if target(reg) and b not in changed_zk)
+    everything = shuffled((TopicPartition(t.name, p), reg) for t in image.topics.values()
+                          for p, reg in t.partitions.items())
+
+    def assignment(reg: Any) -> ReplicaAssignment:
+        return ReplicaAssignment(reg.replicas, reg.adding_replicas, reg.removing_replicas)
+
+    batch.new_batch()  # batch A
+    if changed_zk:
+        batch.add_update_metadata_request_for_brokers(changed_zk, [tp for tp, _ in everything])
+    if changes.changed_brokers:
+        batch.add_update_metadata_request_for_brokers(old_zk)
+    batch.send_requests_to_brokers(header)
+    batch.new_batch()  # batch B
+    batch.set_update_type(UpdateType.INCREMENTAL)
+    if changed_zk:
+        for tp, reg in everything:
+            hosts = shuffled(b for b in reg.replicas if b in changed_zk)
+            info = ctx.partition_leadership_info(tp)
+            if hosts and info is not None:
+                batch.add_leader_and_isr_request_for_brokers(hosts, tp, info, assignment(reg), True)
+    if changes.deleted_topics or changes.changed_topics:
+        batch.add_update_metadata_request_for_brokers(old_zk)
+    for old in shuffled(changes.deleted_topics.values()):
+        for p, reg in shuffled(old.partitions.items()):
+            tp = TopicPartition(old.name, p)
+            online = [r for r in reg.replicas if r in image.brokers]
+            offline = [r for r in reg.replicas if r not in online] if opts.correct_offline else online
+            batch.add_stop_replica_request_for_brokers(shuffled(reg.replicas), tp, True)
+            batch.add_update_metadata_request_for_brokers_with_state(
+                old_zk, tp, controller_epoch=header, leader=-2, leader_epoch=0, partition_epoch=0,
+                isr=reg.isr, replicas=reg.replicas, offline_replicas=offline,
+            )
+    for change in shuffled(changes.changed_topics.values()):
+        for p, reg in shuffled(change.partitions.items()):
+            tp = TopicPartition(change.name, p)
+            info = ctx.partition_leadership_info(tp)
+            if info is not None:
+                batch.add_leader_and_isr_request_for_brokers(reg.replicas, tp, info, assignment(reg), True)
+            before = change.previous.get(p)
+            removed = shuffled(set(before.replicas) - set(reg.replicas)) if before is not None else []
+            if removed:
+                batch.add_stop_replica_request_for_brokers(removed, tp, True)
+    batch.send_requests_to_brokers(header)
+    return sends
+
+
+def _canonical(value: Any) -> Any:
+    """A decoded body with every list of structs sorted (order is checked elsewhere); lists of
+    ids (replicas, ISR) keep their order, which is content."""
+    if attrs.has(type(value)):
+        return tuple((f.name, _canonical(getattr(value, f.name))) for f in attrs.fields(type(value)))
+    if isinstance(value, list | tuple):
+        items = [_canonical(v) for v in value]
+        return tuple(sorted(items, key=repr)) if value and attrs.has(type(value[0])) else tuple(items)
+    return value
+
+
+def _content(sends: list[Send]) -> list[tuple[Any, ...]]:
+    out = []
+    for s in sends:
+        decoded = decode_request(s.request.encode(correlation_id=1, client_id="x")[4:])
+        update_type = getattr(decoded.body, "type", None)
+        out.append((update_type, s.request.api_key, s.request.version, s.broker, s.dropped, _canonical(decoded.body)))
+    return sorted(out, key=repr)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(logs(), options, st.randoms(use_true_random=False))
+def test_the_sends_hold_what_kafka_s_call_order_accumulates(
+    deltas: list[Delta], opts: ReplayOptions, rnd: random.Random
+) -> None:
+    image = EMPTY_IMAGE
+    for delta in deltas:
+        oracle = _kafka_call_order(image, delta, opts, rnd)
+        image, sends = propagate_delta(image, delta, opts)
+        assert _content(sends) == _content(oracle)
