@@ -19,7 +19,8 @@ Rules (kafka-controller-channel.md §1-§5, §7):
   known id does nothing; remove_broker() of an unknown id raises KeyError. Removal closes the
   connection, stops the sender's timers and connect task, and drops the queue and the request in
   flight: no callback runs for them.
-- Nothing outlives shutdown(): it removes every broker and awaits the tasks it cancelled.
+- Nothing outlives shutdown(): it removes every broker and awaits the tasks it cancelled. A
+  shut-down channel may be started again (a controller that resigned and is elected again).
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ class AsyncControllerChannel:
             tasks = list(self._retired)
             await asyncio.gather(*tasks, return_exceptions=True)
             self._retired.difference_update(tasks)
+        # Kafka's controller calls startup() again on the same channel when it becomes active once
+        # more (KafkaController.scala:980, :535); that may be on another loop (the manager's next thread).
+        self._loop = self._idle = None
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()

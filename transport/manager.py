@@ -11,6 +11,8 @@ Rules:
 - Callbacks run on the channel's thread (Kafka runs them on the broker's send thread). They may
   call send() and remove_broker(); they must not call shutdown() or block on the channel.
 - A send() before startup() or after shutdown() is dropped with Kafka's offline warning.
+- startup() after shutdown() starts a new thread and loop: Kafka's controller reuses its channel
+  manager each time it becomes active (startup) and resigns (shutdown).
 """
 
 from __future__ import annotations

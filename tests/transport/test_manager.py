@@ -371,3 +371,22 @@ def test_the_batch_engine_over_the_network(tt, servers):
         [("LeaderAndIsrResponseReceived", b) for b in (1, 2, 3)] + [("UpdateMetadataResponseReceived", b) for b in (1, 2, 3)]
     )
     assert all(isinstance(e, LeaderAndIsrResponseReceived | UpdateMetadataResponseReceived) for e in events)
+
+
+def test_a_shut_down_manager_starts_again_like_a_reelected_controller(tt, servers):
+    """Kafka's controller keeps one ControllerChannelManager: startup() when it becomes active,
+    shutdown() when it resigns, startup() again when re-elected (KafkaController.scala:980, :535)."""
+    r = servers.responder()
+    b = tt.broker(1, r.port)
+    requests = tt.make_requests([b], 2)[1]
+    got, callback_for = _collector()
+    channel = ControllerChannelManager(**{**FAST, "metrics_log_interval_ms": 60000})
+    for term, request in enumerate(requests):
+        channel.startup([b])
+        assert channel.broker_ids == {1}
+        channel.send(1, request, callback_for(1, request.builder.controller_epoch))
+        assert channel.wait_until_idle(tt.TEST_TIMEOUT)
+        channel.shutdown()
+        assert not channel.running and channel.broker_ids == frozenset()
+        assert [e for _, e, _ in got] == [1, 2][: term + 1]
+    assert r.epochs() == [1, 2] and r.connections == 2
