@@ -131,11 +131,18 @@ def stop_replica_response(code: int, results: Iterable[tuple[TopicPartition, int
     ])
 
 
+# StopReplica answers these at top level with no partition entries (KafkaApis:321-328, RM:499-504).
+_STOP_REPLICA_TOP_LEVEL_ONLY = frozenset({77, 11})
+
+
 def error_response(api_key: int, version: int, request: Message, code: int) -> Message:
-    """Kafka's getErrorResponse for ``code`` (§1.2): what a handler exception or a denial gives."""
+    """The broker's answer with ``code`` and nothing applied: getErrorResponse's shape (§1.2, a handler
+    exception or a denial), except StopReplica's 77 and 11, which list no partitions (§1.4, §4.3)."""
     if api_key == LEADER_AND_ISR and isinstance(request, LeaderAndIsrRequest):
         return lair_error_response(request, version, code)
     if api_key == STOP_REPLICA and isinstance(request, StopReplicaRequest):
+        if code in _STOP_REPLICA_TOP_LEVEL_ONLY:
+            return StopReplicaResponse(error_code=code)
         return stop_replica_response(code, [(i.tp, code) for i in stop_replica_items(request, version)])
     if api_key == UPDATE_METADATA and isinstance(request, UpdateMetadataRequest):
         return UpdateMetadataResponse(error_code=code)
@@ -212,24 +219,33 @@ class BrokerState:
                 raise _Stale(Errors.STALE_BROKER_EPOCH)
             if req.controller_epoch < self.controller_epoch:
                 raise _Stale(Errors.STALE_CONTROLLER_EPOCH)
+            strays = self._stray_logs(states, topic_ids) if self._is_full_from_kraft(req) else []
         except _Stale as e:
             return lair_error_response(req, version, e.code)
-        if self.migration_enabled and req.is_k_raft_controller and req.type == FULL:
-            self._remove_stray_logs(states, topic_ids)
+        for tp in strays:
+            del self.partitions[tp]
         self.controller_epoch = req.controller_epoch
         results: dict[TopicPartition, int] = {}
         for tp, s in states.items():
             results[tp] = self._become_leader_or_follower(tp, s, topic_ids.get(tp.topic, ZERO_UUID), req.is_k_raft_controller)
         return self._lair_response(version, results, topic_ids, Errors.NONE)
 
-    def _remove_stray_logs(self, states: dict[TopicPartition, LeaderAndIsrPartitionState], ids: dict[str, uuid.UUID]) -> None:
-        """Step B (RM:1932-1941): local logs absent from a FULL request, or with another topic id."""
-        for tp, p in list(self.partitions.items()):
+    def _is_full_from_kraft(self, req: LeaderAndIsrRequest) -> bool:
+        return self.migration_enabled and req.is_k_raft_controller and req.type == FULL
+
+    def _stray_logs(self, states: dict[TopicPartition, LeaderAndIsrPartitionState], ids: dict[str, uuid.UUID]) -> list[TopicPartition]:
+        """Step B (RM:1932-1941, LogManager.findStrayReplicas): local logs absent from a FULL request, or
+        present under another topic id (ids compared exactly). A log without a topic id is not allowed
+        then: Kafka throws before anything changes, which answers UNKNOWN_SERVER_ERROR (-1)."""
+        strays = []
+        for tp, p in self.partitions.items():
             if not p.log_exists:
                 continue
-            rid = ids.get(tp.topic)
-            if tp not in states or (rid not in (None, ZERO_UUID) and p.log_topic_id not in (None, rid)):
-                del self.partitions[tp]
+            if p.log_topic_id is None:
+                raise _Stale(Errors.UNKNOWN_SERVER_ERROR)
+            if tp not in states or ids.get(tp.topic) != p.log_topic_id:
+                strays.append(tp)
+        return strays
 
     def _become_leader_or_follower(
         self, tp: TopicPartition, s: LeaderAndIsrPartitionState, request_id: uuid.UUID, kraft: bool
@@ -257,7 +273,7 @@ class BrokerState:
         if has_id and p.log_exists and p.log_topic_id is None:
             p.log_topic_id = request_id
             return Errors.NONE
-        if not has_id and p.log_topic_id is not None and p.leader != self.broker_id:
+        if not has_id and p.log_topic_id is not None and s.leader != self.broker_id:
             return Errors.NONE  # the fetcher forgets the id (downgrade); the log keeps it
         return Errors.STALE_CONTROLLER_EPOCH
 
@@ -315,18 +331,15 @@ class BrokerState:
     # ------------------------------------------------------------------ StopReplica
 
     def stop_replica(self, req: StopReplicaRequest, version: int) -> StopReplicaResponse:
-        items = stop_replica_items(req, version)
         try:
             self._check_cluster_action()
-        except _Stale as e:
-            return stop_replica_response(e.code, [(i.tp, e.code) for i in items])
-        try:
             if self.is_broker_epoch_stale(req.broker_epoch, req.is_k_raft_controller):
-                return StopReplicaResponse(error_code=Errors.STALE_BROKER_EPOCH)
+                raise _Stale(Errors.STALE_BROKER_EPOCH)
+            if req.controller_epoch < self.controller_epoch:
+                raise _Stale(Errors.STALE_CONTROLLER_EPOCH)
         except _Stale as e:
-            return stop_replica_response(e.code, [(i.tp, e.code) for i in items])
-        if req.controller_epoch < self.controller_epoch:
-            return StopReplicaResponse(error_code=Errors.STALE_CONTROLLER_EPOCH)
+            return error_response(STOP_REPLICA, version, req, e.code)
+        items = stop_replica_items(req, version)
         self.controller_epoch = req.controller_epoch
         results: dict[TopicPartition, int] = {}
         for item in items:

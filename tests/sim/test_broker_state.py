@@ -400,3 +400,50 @@ def test_v2_listener_is_named_after_the_protocol(state: BrokerState) -> None:
 
 def test_errors_are_kafka_numbers() -> None:
     assert (Errors.STALE_BROKER_EPOCH, Errors.FENCED_LEADER_EPOCH, Errors.INCONSISTENT_CLUSTER_ID) == (77, 74, 104)
+
+
+# ---------------------------------------------------------------- review fixes
+
+
+@pytest.mark.parametrize(("request_leader", "code"), [(2, 0), (1, 11)])
+def test_equal_epoch_downgrade_case_looks_at_the_requests_leader(state: BrokerState, request_leader: int, code: int) -> None:
+    """RM:2022-2029: equal leader epoch, no topic id in the request, an id on the log: NONE when the
+    request's leader (partitionState.leader) is another broker; the partition's old leader does not count."""
+    handled(state, 6, 8, umr(brokers=(1, 2)))
+    handled(state, 4, 7, lair(("foo", 0, 1, 4)))  # this broker leads, its log has FOO_ID
+    assert state.partitions[TopicPartition("foo", 0)].leader == 1
+    r = handled(state, 4, 4, lair(("foo", 0, request_leader, 4), version=4))
+    assert [(e.partition_index, e.error_code) for e in r.partition_errors] == [(0, code)]
+
+
+def test_equal_epoch_downgrade_case_for_a_follower_that_the_request_makes_leader(state: BrokerState) -> None:
+    handled(state, 6, 8, umr(brokers=(1, 2)))
+    handled(state, 4, 7, lair(("foo", 0, 2, 4)))  # a follower of broker 2, its log has FOO_ID
+    r = handled(state, 4, 4, lair(("foo", 0, 1, 4), version=4))
+    assert [e.error_code for e in r.partition_errors] == [11]  # ignored: the request names this broker leader
+
+
+def test_full_request_strays_are_logs_under_another_topic_id() -> None:
+    s = BrokerState(BROKER, EPOCH, migration_enabled=True, kraft_broker_epoch=1)
+    handled(s, 4, 7, lair(("foo", 0, 1, 1), ("bar", 0, 1, 1), kraft=True))
+    handled(s, 4, 7, lair(("foo", 0, 1, 2), ("bar", 0, 1, 2), kraft=True, type_=2, ids={"foo": FOO_ID, "bar": uuid.UUID(int=7)}))
+    assert s.partitions[TopicPartition("bar", 0)].log_topic_id == uuid.UUID(int=7)  # re-created: the old log went
+    assert s.partitions[TopicPartition("foo", 0)].leader_epoch == 2
+
+
+def test_full_request_with_a_log_without_topic_id_is_unknown_server_error_and_changes_nothing() -> None:
+    s = BrokerState(BROKER, EPOCH, migration_enabled=True, kraft_broker_epoch=1)
+    handled(s, 4, 7, lair(("foo", 0, 1, 1), ids={}))  # a ZooKeeper controller without ids: no id on the log
+    before = s.partition_summary()
+    r = handled(s, 4, 7, lair(("bar", 0, 1, 1), kraft=True, type_=2, controller_epoch=6))
+    assert r.error_code == -1 and lair_codes(r) == {(BAR_ID, 0): -1}
+    assert s.partition_summary() == before and s.controller_epoch == 5
+
+
+@pytest.mark.parametrize(("code", "listed"), [(77, False), (11, False), (-1, True), (56, True)])
+def test_injected_stop_replica_errors_have_the_brokers_shape(code: int, listed: bool) -> None:
+    from ctrlbatch.sim.broker_state import error_response
+
+    r = error_response(5, 4, stop(("foo", 0, 1, True), ("foo", 1, 1, True)), code)
+    assert r.error_code == code
+    assert [e.error_code for e in r.partition_errors] == ([code, code] if listed else [])
