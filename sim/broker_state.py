@@ -135,15 +135,19 @@ def stop_replica_response(code: int, results: Iterable[tuple[TopicPartition, int
 _STOP_REPLICA_TOP_LEVEL_ONLY = frozenset({77, 11})
 
 
+def stop_replica_error_response(req: StopReplicaRequest, version: int, code: int) -> StopReplicaResponse:
+    if code in _STOP_REPLICA_TOP_LEVEL_ONLY:
+        return StopReplicaResponse(error_code=code)
+    return stop_replica_response(code, [(i.tp, code) for i in stop_replica_items(req, version)])
+
+
 def error_response(api_key: int, version: int, request: Message, code: int) -> Message:
     """The broker's answer with ``code`` and nothing applied: getErrorResponse's shape (§1.2, a handler
     exception or a denial), except StopReplica's 77 and 11, which list no partitions (§1.4, §4.3)."""
     if api_key == LEADER_AND_ISR and isinstance(request, LeaderAndIsrRequest):
         return lair_error_response(request, version, code)
     if api_key == STOP_REPLICA and isinstance(request, StopReplicaRequest):
-        if code in _STOP_REPLICA_TOP_LEVEL_ONLY:
-            return StopReplicaResponse(error_code=code)
-        return stop_replica_response(code, [(i.tp, code) for i in stop_replica_items(request, version)])
+        return stop_replica_error_response(request, version, code)
     if api_key == UPDATE_METADATA and isinstance(request, UpdateMetadataRequest):
         return UpdateMetadataResponse(error_code=code)
     raise ValueError(f"api key {api_key} with {type(request).__name__} is not a control request of this broker")
@@ -338,7 +342,7 @@ class BrokerState:
             if req.controller_epoch < self.controller_epoch:
                 raise _Stale(Errors.STALE_CONTROLLER_EPOCH)
         except _Stale as e:
-            return error_response(STOP_REPLICA, version, req, e.code)
+            return stop_replica_error_response(req, version, e.code)
         items = stop_replica_items(req, version)
         self.controller_epoch = req.controller_epoch
         results: dict[TopicPartition, int] = {}
