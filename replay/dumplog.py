@@ -11,7 +11,7 @@ lines are empty, so such a control batch has no control_records. `Dumping`, `Log
 starting offset`, `Snapshot end offset` and `KRaft bootstrap snapshot` lines are headers. An
 invalid batch (isvalid: false), a record Kafka could not decode (`Error at ..., skipping.`), a
 batch whose record count differs from `count:`, `Found N invalid bytes` and any other line are
-errors naming the file and line; with skip_corrupt they are counted (a bad batch is dropped whole).
+errors naming the file and line (so is a line over jsonl.MAX_LINE_BYTES, never held whole); with skip_corrupt they are counted (a bad batch is dropped whole).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import attrs
 
 from .errors import ReadStats, ReplayInputError
 from .json_convert import from_json
-from .jsonl import BatchBuilder, LineError, Parsed, UnprintedControl, parse_record
+from .jsonl import BatchBuilder, LineError, Parsed, UnprintedControl, numbered_lines, parse_record, too_long
 from .record_classes import CONTROL_VERSION, control_class
 from .records import CONTROL_TYPE_IDS, ControlRecord, LogBatch
 
@@ -46,7 +46,9 @@ _CONTROL_BODY = re.compile(r" (SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftV
 def snapshot_header(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     """(end offset, epoch) if the dump is of a <end>-<epoch>.checkpoint snapshot, else None."""
     with open(path, "rb") as fh:
-        for raw in fh:
+        for _number, raw in numbered_lines(fh):
+            if raw is None:
+                continue
             line = raw.decode("utf-8", "replace")
             m = _SNAPSHOT.match(line)
             if m:
@@ -158,8 +160,10 @@ def read_dump(
 
     with open(src, "rb") as fh:
         number = 0
-        for number, raw in enumerate(fh, 1):  # noqa: B007 - number is used after the loop
+        for number, raw in numbered_lines(fh):  # noqa: B007 - number is used after the loop
             try:
+                if raw is None:
+                    raise too_long()
                 try:
                     line = raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError as e:

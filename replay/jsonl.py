@@ -10,7 +10,8 @@ leader id) is unknown; its batch is still a control batch. Optional keys
 describe the batch: "batch" (its base offset), "epoch" (partitionLeaderEpoch), "timestamp" (ms).
 Consecutive lines with the same "batch" form one batch; a line without "batch" is a batch of its
 own. Missing epoch / timestamp read as -1. NO_OP_RECORD lines are counted on their batch, like
-binary NoOps. Offsets must increase. Blank lines are ignored. Errors name the file and line.
+binary NoOps. Offsets must increase. Blank lines are ignored. A line over MAX_LINE_BYTES is an error
+(it is read in pieces, never held whole). Errors name the file and line.
 """
 
 from __future__ import annotations
@@ -36,6 +37,27 @@ from .records import (
     MetadataRecord,
 )
 from .segments import count_batch
+
+MAX_LINE_BYTES = 64 << 20  # a line is one record: far above any real one (cf. segments.MAX_BATCH_BYTES)
+
+
+def numbered_lines(fh: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
+    """(line number from 1, raw line) of a binary file, reading at most MAX_LINE_BYTES of a line:
+    a longer one is consumed in pieces and given as None, so a file without newlines costs no memory."""
+    limit = MAX_LINE_BYTES
+    number = 0
+    while raw := fh.readline(limit + 1):
+        number += 1
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield number, raw
+            continue
+        while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
+            pass
+        yield number, None
+
+
+def too_long() -> LineError:
+    return LineError(f"the line is longer than {MAX_LINE_BYTES} bytes: not a metadata record")
 
 
 class LineError(Exception):
@@ -191,8 +213,10 @@ def read_jsonl(
     stats = stats if stats is not None else ReadStats()
     builder = BatchBuilder(f"<jsonl:{src}>", stats)
     with open(src, "rb") as fh:
-        for number, raw in enumerate(fh, 1):
+        for number, raw in numbered_lines(fh):
             try:
+                if raw is None:
+                    raise too_long()
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as e:

@@ -236,9 +236,7 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
             if key_len < -1 or pos > rec_end or value_len < -1 or value_end > rec_end:
                 raise _Bad(at + rec_at, "a key or value length runs past the end of its record")
             headers, pos = _zigzag(buf, max(value_end, value_at), rec_end, at)
-            for _h in range(headers):
-                if pos >= rec_end:
-                    break
+            for _h in range(headers):  # each header costs >= 2 bytes: a huge count fails fast
                 hk, pos = _zigzag(buf, pos, rec_end, at)
                 pos += max(hk, 0)
                 hv, pos = _zigzag(buf, pos, rec_end, at)

@@ -347,3 +347,34 @@ def test_hostile_json_is_a_line_error(tmp_path: Path, bad: str) -> None:
     )
     with pytest.raises(ReplayInputError, match="line 2: invalid JSON payload"):
         list(read_dump(dump))
+
+
+@pytest.mark.parametrize("form", ["jsonl", "dump"])
+def test_an_overlong_line_is_named_and_never_held_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    """A line over MAX_LINE_BYTES (here just above the longest real line; the bad one runs on
+    for 10x that) is an error naming its line, read in pieces; with skip_corrupt it is counted
+    and the lines after it are read."""
+    import ctrlbatch.replay.jsonl as jsonl
+
+    limit = max(len(x) + 1 for x in EXCERPT.read_bytes().splitlines())
+    monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", limit)
+    if form == "jsonl":
+        path = _jsonl(tmp_path, TOPIC % 0, '{"offset":1,' + " " * 10 * limit + "}", TOPIC % 5)
+        read, line = read_jsonl, 2
+    else:
+        lines = EXCERPT.read_text().splitlines()
+        lines.insert(2, "x" * 10 * limit)
+        path = tmp_path / "d.txt"
+        path.write_text("\n".join(lines) + "\n")
+        read, line = read_dump, 3
+    with pytest.raises(ReplayInputError, match=f"line {line}: the line is longer than {limit} bytes"):
+        list(read(path))
+    stats = ReadStats()
+    got = list(read(path, skip_corrupt=True, stats=stats))
+    assert [c.position for c in stats.corrupt] == [line]
+    after = [r.offset for b in got for r in b.records]
+    assert after and after[-1] == (5 if form == "jsonl" else max(after))
+    if form == "dump":
+        assert [b.base_offset for b in got] == [b.base_offset for b in read_dump(EXCERPT)]

@@ -22,7 +22,7 @@ from ctrlbatch.replay.records import (
     TOPIC_RECORD,
 )
 from ctrlbatch.replay.segments import BatchPointer, decode_batch, read_segment, scan_batches
-from ctrlbatch.replay.writer import encode_batch
+from ctrlbatch.replay.writer import encode_batch, encode_batch_raw
 
 SHARED = Path(os.environ.get("CTRLBATCH_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 SAMPLE = SHARED / "samples" / "kraft-single-node"
@@ -266,3 +266,28 @@ def test_batches_and_errors_unpickle_in_a_fresh_process(tmp_path: Path) -> None:
     n = sum(len(x.records) for x in batches)
     assert out.stdout.split() == [str(n), "FeatureLevelRecord", "17", "CRC-32C", "mismatch"]
     assert pickle.loads((tmp_path / "b.pickle.back").read_bytes()) == batches
+
+
+def _zz(n: int) -> bytes:
+    """A zig-zag varint (small values only)."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(("headers", "extra"), [(3, b""), (1, b"\x02k"), (1_000_000_000, b"\x02k\x02v")])
+def test_a_record_claiming_headers_it_does_not_hold_is_refused(headers: int, extra: bytes) -> None:
+    """The record's header count must be met by bytes inside the record (Kafka's DefaultRecord
+    reads each header and fails past the record's end); it is never quietly accepted."""
+    value = _topic_value()
+    body = b"\x00" + _zz(0) + _zz(0) + _zz(-1) + _zz(len(value)) + value + _zz(headers) + extra
+    batch = encode_batch_raw(4, 1, 1000, 1, _zz(len(body)) + body, control=False)
+    with pytest.raises(ReplayInputError, match=r"x.log, byte offset \d+: .*(ends inside a varint|does not end where)"):
+        decode_batch(batch, source="x.log", position=0)
+    good = b"\x00" + _zz(0) + _zz(0) + _zz(-1) + _zz(len(value)) + value + _zz(1) + b"\x02k\x02v"
+    ok = decode_batch(encode_batch_raw(4, 1, 1000, 1, _zz(len(good)) + good, control=False), source="x", position=0)
+    assert [r.data.name for r in ok.records] == ["orders"]
