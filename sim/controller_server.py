@@ -6,6 +6,9 @@ Rules:
   "committed" when written (kafka-broker-registration.md §2 step 6, with an instant log).
 - The clock is ``time.monotonic`` in milliseconds unless one is given. A background task fences
   brokers whose session expired, at the earliest expiry (checked at least every 100 ms).
+- Fault: ``stall(s)`` blocks the event queue for s seconds; a heartbeat kept waiting past half the
+  heartbeat interval is answered REQUEST_TIMED_OUT (7). A handler exception answers -1 and the
+  controller renounces (ControllerState.renounce), as QuorumController does.
 - Every BrokerEvent (joined, bounced, fenced...) goes to ``on_events`` with the registration it
   concerns, on the loop's thread: that is how registrations feed a controller (cluster.py).
 """
@@ -55,6 +58,7 @@ class ControllerEndpoint:
         self.events: list[BrokerEvent] = []
         self.server = FrameServer("controller", REGISTRATION_APIS, self._handle, host=host, port=port)
         self._expiry: asyncio.Task[None] | None = None
+        self._stalled_until = 0.0
 
     def __repr__(self) -> str:
         return f"ControllerEndpoint({self.server.host}:{self.server.port}, {self.state!r})"
@@ -91,18 +95,29 @@ class ControllerEndpoint:
         if self.on_events is not None:
             self.on_events(events)
 
+    def stall(self, seconds: float) -> None:
+        """Fault: the event queue is blocked for ``seconds`` from now (an overloaded controller).
+        Requests read meanwhile wait; a heartbeat that waits past its deadline is answered 7."""
+        if not seconds >= 0:
+            raise ValueError(f"seconds must be >= 0, got {seconds!r}")
+        self._stalled_until = max(self._stalled_until, self.clock() + seconds)
+
     async def _handle(self, conn: Connection, decoded: DecodedRequest) -> Message | None:
         body = decoded.body
+        received_ms = self.now_ms()
+        while (wait := self._stalled_until - self.clock()) > 0:
+            await asyncio.sleep(wait)
         response: Message
         try:
             if isinstance(body, BrokerRegistrationRequest):
                 response, events = self.state.register(body, self.now_ms())
             elif isinstance(body, BrokerHeartbeatRequest):
-                response, events = self.state.heartbeat(body, self.now_ms())
+                response, events = self.state.heartbeat(body, self.now_ms(), received_ms=received_ms)
             else:  # the server only lets 62 and 63 through
                 return None
-        except Exception:  # a bug: UNKNOWN_SERVER_ERROR, as QuorumController answers (EHEI:67-101)
+        except Exception:  # a bug: UNKNOWN_SERVER_ERROR and a failover, as QuorumController does (EHEI:67-101, QC:551-553)
             _log.exception("controller endpoint: error handling %s", type(body).__name__)
+            self.state.renounce(self.now_ms())
             cls = BrokerRegistrationResponse if isinstance(body, BrokerRegistrationRequest) else BrokerHeartbeatResponse
             return cls(error_code=Errors.UNKNOWN_SERVER_ERROR)
         self._emit(events)
@@ -113,4 +128,5 @@ class ControllerEndpoint:
             nxt = self.state.next_expiry_ms()
             wait = 0.1 if nxt is None else min(0.1, max(0.0, (nxt - self.now_ms() + 1) / 1000))
             await asyncio.sleep(wait)
-            self._emit(self.state.fence_stale_brokers(self.now_ms()))
+            if self.clock() >= self._stalled_until:  # the fencing event waits in the same queue
+                self._emit(self.state.fence_stale_brokers(self.now_ms()))

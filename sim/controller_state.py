@@ -6,14 +6,16 @@ Rules (kafka-broker-registration.md, cited §):
 - Registration checks in Kafka's order (§3.2): authorization 31, cluster id 104, duplicate live
   incarnation 101, migrating broker not allowed 102, non-migrating broker in pre-migration 102,
   migrating broker without the inter-broker listener 119, log dirs (metadata.version >= 3.7-IV2) 119,
-  unknown security protocol -1, features 35. An error response carries epoch -1.
+  unknown security protocol -1, features 35. An error response carries epoch -1. A -1 makes the
+  controller renounce and be elected again (``renounce``): its heartbeat soft state restarts.
 - A metadata log is modelled by ``next_offset``: every record (registration, fence, unfence,
   controlled shutdown) takes the next offset; a new incarnation's epoch is its record's offset.
   The same incarnation keeps its epoch and flags but its record offset moves on (§3.3).
 - Heartbeats: unknown broker or an epoch that is not exactly the registered one 77; then the
   state table of §4 (FENCED, UNFENCED, CONTROLLED_SHUTDOWN, SHUTDOWN_NOW); a state change writes
-  one record. ``fence_stale_brokers(now_ms)`` fences unfenced brokers whose session expired,
-  oldest contact first (§4.1).
+  one record. A heartbeat that waited in the event queue past half the heartbeat interval gets 7
+  (REQUEST_TIMED_OUT) and only refreshes the broker's contact. ``fence_stale_brokers(now_ms)``
+  fences unfenced brokers whose session expired, oldest contact first (§4.1).
 - Events (BrokerEvent) tell the caller what changed in the cluster view (§5's mapping).
 """
 
@@ -83,6 +85,8 @@ class ControllerConfig:
     pre_migration: bool = False
     """The cluster is in PRE_MIGRATION state (only migrating ZooKeeper brokers may register)."""
     session_timeout_ms: int = 9000
+    heartbeat_interval_ms: int = 2000
+    """broker.heartbeat.interval.ms: half of it is a heartbeat's deadline in the event queue (CApis:605-606)."""
     inter_broker_listener_name: str = "PLAINTEXT"
     finalized_features: tuple[tuple[str, int], ...] = ()
     """Finalized levels besides metadata.version (kraft.version is 0 in a static 3.9 quorum)."""
@@ -92,6 +96,8 @@ class ControllerConfig:
             raise ValueError("cluster_id must not be empty")
         if self.session_timeout_ms <= 0:
             raise ValueError(f"session_timeout_ms must be > 0, got {self.session_timeout_ms}")
+        if self.heartbeat_interval_ms <= 0:
+            raise ValueError(f"heartbeat_interval_ms must be > 0, got {self.heartbeat_interval_ms}")
 
     def finalized(self) -> dict[str, int]:
         levels = dict(self.finalized_features)
@@ -139,6 +145,8 @@ class ControllerState:
         self.leads_partitions = leads_partitions if leads_partitions is not None else (lambda _b: False)
         self.deny_cluster_action = False
         self.active = True
+        self.leader_epoch = 1
+        """The raft leader epoch: one more each time the controller renounces and is elected again."""
 
     def __repr__(self) -> str:
         return f"ControllerState({self.config.cluster_id!r}, {len(self.registrations)} brokers, next offset {self.next_offset})"
@@ -204,6 +212,8 @@ class ControllerState:
         if not self.active:
             return BrokerRegistrationResponse(error_code=Errors.NOT_CONTROLLER), []
         code = self._check_registration(req, now_ms)
+        if code == Errors.UNKNOWN_SERVER_ERROR:
+            self.renounce(now_ms)
         if code != Errors.NONE:
             return BrokerRegistrationResponse(error_code=code), []
         existing = self.registrations.get(req.broker_id)
@@ -258,12 +268,23 @@ class ControllerState:
             return ControlState.CONTROLLED_SHUTDOWN
         return ControlState.SHUTDOWN_NOW
 
-    def heartbeat(self, req: BrokerHeartbeatRequest, now_ms: int) -> tuple[BrokerHeartbeatResponse, list[BrokerEvent]]:
+    def heartbeat(
+        self, req: BrokerHeartbeatRequest, now_ms: int, *, received_ms: int | None = None
+    ) -> tuple[BrokerHeartbeatResponse, list[BrokerEvent]]:
+        """received_ms: when the heartbeat was read, if it then waited in the event queue. Past its
+        deadline (half the heartbeat interval) the answer is REQUEST_TIMED_OUT (7) and the broker's
+        last contact and metadata offset are refreshed without a state change, so that an overloaded
+        controller fences nobody (QC:2241-2246, RCM:1581-1589; a stale epoch refreshes nothing)."""
         if self.deny_cluster_action:
             return BrokerHeartbeatResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED), []
         if not self.active:
             return BrokerHeartbeatResponse(error_code=Errors.NOT_CONTROLLER), []
         reg = self.registrations.get(req.broker_id)
+        if received_ms is not None and now_ms - received_ms > self.config.heartbeat_interval_ms // 2:
+            if reg is not None and req.broker_epoch == reg.epoch:
+                reg.last_contact_ms = now_ms
+                reg.metadata_offset = req.current_metadata_offset
+            return BrokerHeartbeatResponse(error_code=Errors.REQUEST_TIMED_OUT), []
         if reg is None or req.broker_epoch != reg.epoch:
             return BrokerHeartbeatResponse(error_code=Errors.STALE_BROKER_EPOCH), []
         nxt = self._next_state(reg, req)
@@ -280,6 +301,19 @@ class ControllerState:
             error_code=Errors.NONE, is_caught_up=req.current_metadata_offset >= reg.record_offset,
             is_fenced=nxt.fenced, should_shut_down=nxt == ControlState.SHUTDOWN_NOW,
         ), events
+
+    # ------------------------------------------------------------------ failover
+
+    def renounce(self, now_ms: int) -> None:
+        """An unexpected error (-1) makes the active controller renounce (QC:551-553). In a one-node
+        quorum it is elected again (leader epoch + 1) and rebuilds the heartbeat soft state from the
+        registrations (ClusterCM:322-327): fenced and shutdown flags kept, every broker in contact
+        now, metadata and controlled-shutdown offsets unknown. Fencing may then take a full session."""
+        self.leader_epoch += 1
+        for r in self.registrations.values():
+            r.last_contact_ms = now_ms
+            r.metadata_offset = -1
+            r.controlled_shutdown_offset = -1
 
     # ------------------------------------------------------------------ session time-out
 

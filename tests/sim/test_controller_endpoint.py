@@ -190,7 +190,8 @@ def test_failover_sends_full_requests_that_drop_strays_and_deleted_topics() -> N
             assert await c.quiesce(10)
             b1 = c.brokers[1].state
             stray = TopicPartition("gone", 0)
-            b1.partitions[stray] = HostedPartition("gone", 0, log_exists=True)
+            # a log of a deleted topic; in a migrating cluster every log has a topic id
+            b1.partitions[stray] = HostedPartition("gone", 0, log_exists=True, log_topic_id=_uuid.UUID(int=77))
             b1.cache.partition_states["gone"] = {0: UpdateMetadataPartitionState(partition_index=0, leader=1)}
             b1.cache.topic_ids["gone"] = _uuid.UUID(int=77)
             assert not c.converged()[1]
@@ -201,5 +202,50 @@ def test_failover_sends_full_requests_that_drop_strays_and_deleted_topics() -> N
             assert stray not in b1.partitions  # a stray log (KAFKA-15605)
             assert "gone" not in b1.cache.partition_states  # a topic the FULL request lacks (KAFKA-15799)
             assert all(c.converged().values())
+
+    run(main)
+
+
+def test_a_stalled_controller_answers_a_late_heartbeat_request_timed_out_and_fences_nobody() -> None:
+    """The event queue blocked longer than the heartbeat deadline (interval / 2 = 100 ms): error 7,
+    the broker stays registered and unfenced (its contact refreshed), then heartbeats work again."""
+
+    async def main() -> None:
+        ep = ControllerEndpoint(ControllerConfig(cluster_id="c1", heartbeat_interval_ms=200, session_timeout_ms=60000))
+        await ep.start()
+        try:
+            async with await FrameClient.connect(ep.host, ep.port) as c:
+                _, r = await c.request(registration(), 4)
+                beat = BrokerHeartbeatRequest(broker_id=1, broker_epoch=r.broker_epoch, current_metadata_offset=r.broker_epoch)
+                _, ok = await c.request(beat, 1)
+                assert (ok.error_code, ok.is_fenced) == (0, False)
+                ep.stall(0.3)  # a lower bound on the wait: the answer is 7 however loaded the machine is
+                _, late = await c.request(beat, 1)
+                assert (late.error_code, late.is_fenced, late.should_shut_down) == (7, True, False)
+                assert ep.state.registrations[1].state.value == "UNFENCED"
+                _, again = await c.request(beat, 1)
+                assert (again.error_code, again.is_fenced) == (0, False)
+        finally:
+            await ep.stop()
+
+    run(main)
+
+
+def test_a_handler_bug_answers_unknown_server_error_and_the_controller_renounces(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def main() -> None:
+        ep = ControllerEndpoint(ControllerConfig(cluster_id="c1"))
+        await ep.start()
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("a bug")
+
+        try:
+            async with await FrameClient.connect(ep.host, ep.port) as c:
+                monkeypatch.setattr(ep.state, "_check_registration", broken)
+                _, r = await c.request(registration(), 4)
+                assert (r.error_code, r.broker_epoch) == (-1, -1)
+                assert ep.state.leader_epoch == 2
+        finally:
+            await ep.stop()
 
     run(main)

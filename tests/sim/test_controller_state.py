@@ -257,3 +257,52 @@ def test_registration_and_heartbeat_properties(ops: list[tuple]) -> None:  # typ
             ev = c.fence_stale_brokers(now)
             assert all(e.kind == EventKind.FENCED for e in ev)
             assert all(r.state.fenced or r.session_valid(now, 200) for r in c.registrations.values())
+
+
+# ---------------------------------------------------------------- heartbeat deadline, failover (review)
+
+
+def test_a_heartbeat_past_its_deadline_is_request_timed_out_and_only_touches_the_broker() -> None:
+    """QC:2241-2246, RCM:1581-1589: deadline = heartbeat interval / 2; the broker's contact and
+    offset are refreshed, its state is not changed (a fenced, caught-up broker stays fenced)."""
+    c = ctl(heartbeat_interval_ms=2000, session_timeout_ms=9000)
+    e = c.register(reg(1), 0)[0].broker_epoch
+    r, ev = c.heartbeat(hb(1, e), 5000, received_ms=3999)  # waited 1001 ms
+    assert (r.error_code, r.is_fenced, r.is_caught_up, ev) == (7, True, False, [])
+    entry = c.registrations[1]
+    assert (entry.state, entry.last_contact_ms, entry.metadata_offset) == (ControlState.FENCED, 5000, 1000)
+    r, ev = c.heartbeat(hb(1, e), 5000, received_ms=4000)  # waited exactly the deadline: handled
+    assert r.error_code == 0 and [x.kind for x in ev] == [EventKind.UNFENCED]
+
+
+def test_a_late_heartbeat_with_a_stale_epoch_touches_nothing() -> None:
+    c = ctl(heartbeat_interval_ms=200)
+    e = c.register(reg(1), 0)[0].broker_epoch
+    assert c.heartbeat(hb(1, e + 1), 500, received_ms=0)[0].error_code == 7
+    assert c.registrations[1].last_contact_ms == 0
+
+
+def test_unknown_server_error_makes_the_controller_renounce_and_restart_its_sessions() -> None:
+    """QC:551-553: -1 (an unknown security protocol) renounces; the re-elected controller registers
+    every broker with last contact = now (ClusterCM:322-327), so nobody is fenced before a full session."""
+    c = ctl(session_timeout_ms=1000)
+    e = c.register(reg(1), 0)[0].broker_epoch
+    c.heartbeat(hb(1, e), 0)
+    assert c.registrations[1].state == ControlState.UNFENCED
+    epoch = c.leader_epoch
+    assert c.register(reg(2, protocol=9), 900)[0].error_code == -1
+    assert c.leader_epoch == epoch + 1 and 2 not in c.registrations
+    assert c.registrations[1].last_contact_ms == 900 and c.registrations[1].metadata_offset == -1
+    assert c.fence_stale_brokers(1500) == []  # 0 + 1000 would have expired
+    assert [x.kind for x in c.fence_stale_brokers(1901)] == [EventKind.FENCED]
+
+
+def test_a_rejected_registration_of_another_kind_does_not_renounce() -> None:
+    c = ctl()
+    assert c.register(reg(cluster="other"), 0)[0].error_code == 104
+    assert c.leader_epoch == 1
+
+
+def test_heartbeat_interval_is_checked() -> None:
+    with pytest.raises(ValueError, match="heartbeat_interval_ms"):
+        ControllerConfig(cluster_id="c1", heartbeat_interval_ms=0)
