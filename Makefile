@@ -14,7 +14,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 export SPARK_LOCAL_IP        := 127.0.0.1
 export TZ                    := UTC
 
-.PHONY: run test bench java clean
+.PHONY: run test bench bench-replay java clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("ctrlbatch needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -36,9 +36,18 @@ test: java $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/pytest
 
+# Speed and memory targets, each against a peer or baseline measured in the same run.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/codec_bench.py
+	$(BIN)/python benchmarks/rejected_frame_bench.py
 	$(BIN)/python benchmarks/failover_bench.py
+	$(BIN)/python benchmarks/small_batch_bench.py
+	$(BIN)/python benchmarks/channel_bench.py
+	$(BIN)/python benchmarks/sim_bench.py
+
+# The Spark replay at 1M and 10M records (generates its logs under /tmp first; tens of minutes).
+bench-replay: java $(STAMP)
+	$(BIN)/python benchmarks/replay_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .hypothesis $(OUT) spark-warehouse
