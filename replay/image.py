@@ -13,7 +13,9 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
   BrokerRegistrationChange need the registered epoch; a change counts only if the registration
   changed. Topic records: removing a topic created or changed in the same delta drops that
   change, and the id counts as deleted only if the image had it; deletions apply before
-  additions, so a delete and a re-create of one name ends with the new topic.
+  additions, so a delete and a re-create of one name ends with the new topic. A TopicRecord
+  starts its topic with no partitions, even for an id the image has (Kafka's TopicsDelta does);
+  the old partitions stay the "before" state that removed replicas are computed from.
 - Records with no effect on these requests (configs, quotas, ACLs, SCRAM, producer ids,
   delegation tokens, migration state, NoOp) are accepted and ignored; transaction markers are
   the delta grouping's business (deltas.py) and are ignored here; an unknown type is an error.
@@ -360,6 +362,8 @@ class _Delta:
         entry = self.topics.get(topic_id)
         if entry is not None and partition in entry[1]:
             return entry[1][partition]
+        if topic_id in self.created:  # a TopicRecord starts its topic with no partitions (TsD:71-76)
+            return None
         topic = self.image.topics.get(topic_id)
         return None if topic is None else topic.partitions.get(partition)
 
@@ -435,7 +439,7 @@ class _Delta:
             for tid, (name, parts) in self.topics.items():
                 base = image.topics.get(tid)
                 before: Mapping[int, PartitionRegistration] = {} if base is None else base.partitions
-                merged = dict(before)
+                merged = {} if tid in self.created else dict(before)  # TsD:71-76: a TopicRecord starts empty
                 merged.update(parts)
                 new_topics[tid] = TopicImage(tid, name, merged)
                 if (names if new_names is None else new_names).get(name) != tid:

@@ -203,3 +203,16 @@ def test_errors_name_the_record_type_survive_pickling_and_take_a_source() -> Non
     again = pickle.loads(pickle.dumps(e))
     assert str(again) == str(e) and (again.offset, again.record_type) == (3, REGISTER_BROKER_RECORD)
     assert str(e.with_source("/x/y.log")).startswith("/x/y.log: record at offset 3")
+
+
+def test_a_topic_record_starts_its_topic_empty_even_for_an_id_the_image_has() -> None:
+    """TopicsDelta.replay(TopicRecord) builds a TopicDelta over an empty TopicImage: the image's
+    partitions of that id are neither the base of a later PartitionChangeRecord nor kept."""
+    image = with_topic()
+    again = rec(3, TOPIC_RECORD, name="t", topic_id=T)
+    with pytest.raises(MetadataReplayError, match="partition 0 of topic id"):
+        apply_delta(image, [again, change(isr=[1])])
+    new, changes = apply_delta(image, [again, rec(4, PARTITION_RECORD, partition_id=1, topic_id=T, replicas=[1],
+                                                  isr=[1], leader=1)])
+    assert list(new.topics[T].partitions) == [1]
+    assert changes.changed_topics[T].previous == {1: None}
