@@ -29,6 +29,7 @@ from ctrlbatch.replay.propagator import (
     needs_full_image,
     partial_image,
     propagate_delta,
+    propagate_image,
     touched_topics,
 )
 from ctrlbatch.replay.record_classes import record_class
@@ -350,3 +351,49 @@ def test_the_sends_hold_what_kafka_s_call_order_accumulates(
         oracle = _kafka_call_order(image, delta, opts, rnd)
         image, sends = propagate_delta(image, delta, opts)
         assert _content(sends) == _content(oracle)
+
+
+def _kafka_image_call_order(image: MetadataImage, opts: ReplayOptions, rnd: random.Random) -> list[Send]:
+    """sendRPCsToBrokersFromMetadataImage as the reference's §6 steps, in a random visit order."""
+    header = image.epoch if opts.zk_controller_epoch is None else opts.zk_controller_epoch
+    channel = {b for b, reg in image.brokers.items()
+               if (opts.targets == "all" or reg.is_migrating_zk_broker) and not reg.fenced}
+    sends: list[Send] = []
+
+    class _Transport:
+        def send(self, broker: int, request: Any, callback: Any) -> None:
+            sends.append(Send(broker, request, broker not in channel))
+
+    ctx = MigrationControllerChannelContext(image)
+    batch = ControllerBrokerRequestBatch(opts.controller_id, ctx, opts.ibp or image.metadata_version, _Transport(),
+                                         kraft_controller=True)
+    zk = [b for b, reg in image.brokers.items() if opts.targets == "all" or reg.is_migrating_zk_broker]
+    partitions = [(TopicPartition(t.name, p), reg) for t in image.topics.values() for p, reg in t.partitions.items()]
+    rnd.shuffle(zk)
+    rnd.shuffle(partitions)
+    batch.new_batch()
+    batch.add_update_metadata_request_for_brokers(zk, [tp for tp, _ in partitions])
+    batch.send_requests_to_brokers(header)
+    batch.new_batch()
+    batch.set_update_type(UpdateType.FULL)
+    for tp, reg in partitions:
+        info = ctx.partition_leadership_info(tp)
+        if info is not None:
+            assignment = ReplicaAssignment(reg.replicas, reg.adding_replicas, reg.removing_replicas)
+            batch.add_leader_and_isr_request_for_brokers(reg.replicas, tp, info, assignment, True)
+    batch.send_requests_to_brokers(header)
+    return sends
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(logs(), options, st.randoms(use_true_random=False))
+def test_the_image_path_holds_what_kafka_s_call_order_accumulates_in_canonical_order(
+    deltas: list[Delta], opts: ReplayOptions, rnd: random.Random
+) -> None:
+    image = EMPTY_IMAGE
+    for delta in deltas:
+        image, _ = apply_delta(image, delta.records, offset=delta.last_offset, epoch=delta.epoch)
+    sends = propagate_image(image, opts)
+    assert _content(sends) == _content(_kafka_image_call_order(image, opts, rnd))
+    assert all(s.request.api_key != 5 for s in sends)  # never StopReplica from an image
+    _check_canonical_order(sends)
