@@ -12,9 +12,9 @@ from __future__ import annotations
 import base64
 import uuid
 
-__all__ = ["ZERO_UUID", "kafka_uuid_string"]
+from ctrlbatch.requests.spec import ZERO_UUID  # the one definition; re-exported for the context's users
 
-ZERO_UUID: uuid.UUID = uuid.UUID(int=0)
+__all__ = ["ZERO_UUID", "kafka_uuid_string"]
 
 
 def kafka_uuid_string(value: uuid.UUID) -> str:
