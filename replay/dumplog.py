@@ -174,10 +174,7 @@ def read_dump(
                     try:
                         done = finish(number)
                     except LineError as e:  # the previous batch was bad: report it, go on with this one
-                        err = ReplayInputError(src, number, e.reason, unit="line")
-                        if not skip_corrupt:
-                            raise err from None
-                        stats.corrupt.append(err.as_corrupt())
+                        stats.skip_or_raise(ReplayInputError(src, number, e.reason, unit="line"), skip_corrupt)
                         builder.control, done = None, None  # drop the bad batch
                     head, seen = None, 0
                     bad_batch = True  # until the line parses
@@ -220,18 +217,12 @@ def read_dump(
                     continue
                 raise LineError(f"not a line of kafka-dump-log output: {line[:60]!r}")
             except LineError as e:
-                err = ReplayInputError(src, number, e.reason, unit="line")
-                if not skip_corrupt:
-                    raise err from None
-                stats.corrupt.append(err.as_corrupt())
+                stats.skip_or_raise(ReplayInputError(src, number, e.reason, unit="line"), skip_corrupt)
                 bad_batch = head is not None
         try:
             done = finish(number + 1)
         except LineError as e:
-            err = ReplayInputError(src, number, e.reason, unit="line")
-            if not skip_corrupt:
-                raise err from None
-            stats.corrupt.append(err.as_corrupt())
+            stats.skip_or_raise(ReplayInputError(src, number, e.reason, unit="line"), skip_corrupt)
             done = None
         if done is not None:
             yield done

@@ -78,6 +78,12 @@ class ReadStats:
             f"noops={self.noops}, corrupt={len(self.corrupt)})"
         )
 
+    def skip_or_raise(self, err: ReplayInputError, skip_corrupt: bool) -> None:
+        """The one rule for corrupt input: raise err, or with skip_corrupt count it here."""
+        if not skip_corrupt:
+            raise err from None
+        self.corrupt.append(err.as_corrupt())
+
     def merge(self, other: ReadStats) -> None:
         self.batches += other.batches
         self.control_batches += other.control_batches

@@ -250,10 +250,7 @@ def read_jsonl(
                         yield done
                 builder.add(offset, record)
             except LineError as e:
-                err = ReplayInputError(src, number, e.reason, unit="line")
-                if not skip_corrupt:
-                    raise err from None
-                stats.corrupt.append(err.as_corrupt())
+                stats.skip_or_raise(ReplayInputError(src, number, e.reason, unit="line"), skip_corrupt)
     done = builder.flush()
     if done is not None:
         yield done

@@ -342,10 +342,7 @@ def read_segment(
                     buf, base, i = _refill(f, buf, i, pos, total, end_at)
                 batch = _decode(buf, i, i + total, src, pos)
             except _Bad as e:
-                err = ReplayInputError(src, e.position, e.reason)
-                if not skip_corrupt:
-                    raise err from None
-                stats.corrupt.append(err.as_corrupt())
+                stats.skip_or_raise(ReplayInputError(src, e.position, e.reason), skip_corrupt)
                 if not e.resumable:
                     return
                 pos += total
