@@ -25,7 +25,6 @@ from ctrlbatch.replay.sources import open_history
 
 SHARED = Path(os.environ.get("CTRLBATCH_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 LOG = SHARED / "samples" / "kraft-single-node" / "__cluster_metadata-0" / "00000000000000000000.log"
-needs_sample = pytest.mark.skipif(not LOG.is_file(), reason=f"the real sample is not at {LOG}")
 EXCERPT = Path(__file__).parent / "data" / "dump-excerpt.txt"
 
 
@@ -75,7 +74,6 @@ def render_dump(path: Path, *, skip_record_metadata: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-@needs_sample
 def test_the_sample_through_json_lines_gives_equal_batches(tmp_path: Path) -> None:
     batches = list(read_segment(LOG))
     path = tmp_path / "sample.jsonl"
@@ -88,7 +86,6 @@ def test_the_sample_through_json_lines_gives_equal_batches(tmp_path: Path) -> No
     assert back[1].source == f"<jsonl:{path}>" and back[1].position == 2
 
 
-@needs_sample
 @pytest.mark.parametrize("skip_record_metadata", [False, True])
 def test_the_sample_through_kafka_dump_log_text_gives_equal_batches(
     tmp_path: Path, skip_record_metadata: bool
@@ -145,7 +142,6 @@ def test_json_shape_is_kafkas(tmp_path: Path) -> None:
     )  # absent tagged fields: defaults
 
 
-@needs_sample
 def test_the_dump_excerpt_holds_the_sample_records() -> None:
     binary = {r.offset: r for b in read_segment(LOG) for r in b.records}
     text = [r for b in read_dump(EXCERPT) for r in b.records]

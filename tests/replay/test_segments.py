@@ -27,7 +27,6 @@ from ctrlbatch.replay.writer import encode_batch, encode_batch_raw
 SHARED = Path(os.environ.get("CTRLBATCH_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 SAMPLE = SHARED / "samples" / "kraft-single-node"
 LOG = SAMPLE / "__cluster_metadata-0" / "00000000000000000000.log"
-needs_sample = pytest.mark.skipif(not LOG.is_file(), reason=f"the real sample is not at {SAMPLE}")
 
 # ../shared/samples/SOURCE.txt and kafka-metadata-records.md section 9.
 SAMPLE_RECORDS = {
@@ -46,7 +45,6 @@ SAMPLE_RECORDS = {
 }
 
 
-@needs_sample
 def test_the_sample_log_decodes_with_the_documented_counts() -> None:
     stats = ReadStats()
     batches = list(read_segment(LOG, stats=stats))
@@ -63,7 +61,6 @@ def test_the_sample_log_decodes_with_the_documented_counts() -> None:
     assert (lc.type, lc.data.leader_id, [v.voter_id for v in lc.data.voters]) == (LEADER_CHANGE, 1, [1])
 
 
-@needs_sample
 def test_sample_records_hold_what_the_dump_shows() -> None:
     by_offset = {r.offset: r for b in read_segment(LOG) for r in b.records}
     reg = by_offset[6]
@@ -75,7 +72,6 @@ def test_sample_records_hold_what_the_dump_shows() -> None:
     assert by_offset[2].data.feature_level == 19
 
 
-@needs_sample
 def test_scan_batches_reads_the_same_boundaries() -> None:
     pointers = list(scan_batches(LOG))
     batches = list(read_segment(LOG))
@@ -86,7 +82,6 @@ def test_scan_batches_reads_the_same_boundaries() -> None:
     assert pointers[1] == BatchPointer(str(LOG), 91, 145, 1, 4)
 
 
-@needs_sample
 def test_the_writer_reproduces_the_sample_byte_for_byte() -> None:
     raw = LOG.read_bytes()
     batches = list(read_segment(LOG))
@@ -106,7 +101,6 @@ def test_the_writer_reproduces_the_sample_byte_for_byte() -> None:
     assert same >= 4800
 
 
-@needs_sample
 def test_the_bootstrap_checkpoint() -> None:
     batches = list(read_segment(SAMPLE / "bootstrap.checkpoint"))
     assert [(b.position, b.control) for b in batches] == [(0, True), (83, False), (174, True)]
@@ -247,7 +241,6 @@ def test_mutated_batches_raise_only_replay_input_error(
         pass
 
 
-@needs_sample
 def test_batches_and_errors_unpickle_in_a_fresh_process(tmp_path: Path) -> None:
     """Spark ships LogBatch values and errors between processes that never built the classes."""
     import pickle
