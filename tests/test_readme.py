@@ -1,7 +1,8 @@
 """Every ```python example in README.md runs as written.
 
-Rules: each block runs on its own, in a fresh namespace, from a temporary working directory,
-so an example that relies on a name it never defines, or on a file it never makes, fails here.
+Rules: each block runs on its own, in a fresh namespace, from the repository's root (where a
+reader runs them, so ``../shared/...`` paths resolve), so an example that relies on a name it
+never defines fails here. Examples write only to temporary directories.
 A block's own asserts are its checks; this test adds that it ran to the end.
 """
 
@@ -26,7 +27,7 @@ def test_readme_has_examples() -> None:
 
 
 @pytest.mark.parametrize(("line", "source"), _blocks(), ids=[f"README.md:{n}" for n, _ in _blocks()])
-def test_readme_example_runs(line: int, source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+def test_readme_example_runs(line: int, source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(README.parent)
     code = compile("\n" * (line - 1) + source, str(README), "exec")
     exec(code, {"__name__": "readme_example"})
