@@ -6,7 +6,9 @@ Rules (kafka-metadata-records.md §6-7; MetadataBatchLoader.java:127-260):
   batches excluded: they only update the KRaft leader (LeaderChange) reported on later deltas.
 - A metadata transaction is never split: from BeginTransaction to End (or Abort) the records
   accumulate over as many batches as it takes. Records before a Begin are published as their
-  own delta first (as the loader does), with the batch's timestamp and epoch.
+  own delta first (as the loader does), with the batch's timestamp and epoch, ending at the
+  offset before the Begin; a Begin that is not its batch's first record (NoOps count, as in
+  Kafka's indexWithinBatch) publishes such a delta even when it is empty.
 - An aborted transaction publishes an empty delta. As in Kafka, records after the Abort in the
   same batch go back to normal replay and are published with it.
 - A Begin inside a transaction, or an End/Abort outside one, is an error naming the offset.
@@ -77,7 +79,6 @@ class _Loader:
         return delta
 
     def load(self, batch: Any) -> Iterator[Delta]:
-        index = 0
         for record in batch.records:
             t = record.type
             if t == BEGIN_TRANSACTION:
@@ -95,11 +96,14 @@ class _Loader:
                 elif self.state in (_ENDED, _ABORTED):
                     self.state = _NONE
                 self.records.append(record)
-            if self.state == _STARTED and (index > 0 or self.batches > 0):
+            # Kafka's indexWithinBatch counts NoOps too: offsets are dense, so "not the batch's
+            # first record" is an offset after the base, and the delta ends just before the Begin.
+            if self.state == _STARTED and (record.offset > batch.base_offset or self.batches > 0):
+                if record.offset > batch.base_offset:
+                    self.last_offset = record.offset - 1
                 yield self._publish(tuple(self.records), batch)
                 self.state = _STARTED
             self.last_offset = record.offset
-            index += 1
         self.last_offset = batch.last_offset
         self.batches += 1
         if self.state == _ABORTED:

@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,7 +28,6 @@ from ctrlbatch.replay.records import (
 )
 
 SAMPLE = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "kraft-single-node"
-needs_sample = pytest.mark.skipif(not (SAMPLE / "__cluster_metadata-0").is_dir(), reason=f"no sample at {SAMPLE}")
 
 BEGIN, END, ABORT, DATA = BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, ABORT_TRANSACTION_RECORD, CONFIG_RECORD
 
@@ -88,6 +88,18 @@ def test_records_before_a_begin_in_the_same_batch_are_published_first() -> None:
     assert summary(deltas) == [(11, [10, 11]), (14, [13])]
 
 
+def test_a_begin_after_a_noop_of_its_batch_publishes_an_empty_delta_ending_at_the_noop() -> None:
+    """Kafka's indexWithinBatch counts the NoOp (the controller's accumulator may put a NoOp and
+    the next append in one batch): the Begin is not the first record, so the loader publishes
+    what it holds (nothing) with lastOffset = the NoOp's offset, then the transaction."""
+    (b,) = batches([DATA, BEGIN, DATA, END])
+    noop_first = attrs.evolve(b, records=b.records[1:], noops=1)  # offset 10 is a NoOp
+    assert summary(group_deltas([noop_first])) == [(10, []), (13, [12])]
+    deltas = list(group_deltas(batches([DATA, DATA]) + [attrs.evolve(noop_first, base_offset=12, records=tuple(
+        rec(o, t) for o, t in ((13, BEGIN), (14, DATA), (15, END))), last_offset=15)]))
+    assert summary(deltas) == [(11, [10, 11]), (12, []), (15, [14])]
+
+
 def test_a_begin_starting_a_new_batch_after_a_pending_batch_publishes_nothing_extra() -> None:
     deltas = list(group_deltas(batches([BEGIN], [DATA], [END])))
     assert summary(deltas) == [(12, [11])]
@@ -138,7 +150,6 @@ def test_without_transactions_deltas_partition_the_records_in_order(types: list[
     assert [d.last_offset for d in merged] == [one[min(i * n + n, len(one)) - 1].last_offset for i in range(len(merged))]
 
 
-@needs_sample
 def test_the_sample_has_one_delta_per_data_batch_and_its_bootstrap_transaction_is_one() -> None:
     from ctrlbatch.replay.sources import open_history
 
