@@ -186,7 +186,8 @@ def test_refuse_then_listen_again_and_kill_restart() -> None:
         await b.refuse(0.3)
         with pytest.raises(OSError):
             await FrameClient.connect(b.host, port)
-        await asyncio.sleep(0.5)
+        while not b.server.listening:  # bounded by the test's time-out
+            await asyncio.sleep(0.01)
         async with await FrameClient.connect(b.host, port) as c:
             _, resp = await c.request(umr(5), 8)
             assert resp.error_code == 0

@@ -141,10 +141,16 @@ def test_lifecycle_retries_until_the_controller_accepts() -> None:
         await ep.start()
         state = BrokerState(4, 100, migration_enabled=True)
         lc = BrokerLifecycle(lambda: state, ("127.0.0.1", 9999), (ep.host, ep.port), "c1")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         lc.start()
         try:
-            await asyncio.sleep(0.5)
-            assert lc.epoch is None and set(lc.errors) == {102} and 2 <= len(lc.errors) <= 4  # back-off 0.1, 0.2, 0.4
+            while len(lc.errors) < 3:
+                await asyncio.sleep(0.01)
+            # two back-offs (100 ms, then 200 ms, jitter 2 %) before the third answer: a lower bound,
+            # which a loaded machine can only lengthen
+            assert loop.time() - started >= 0.98 * (0.1 + 0.2)
+            assert lc.epoch is None and set(lc.errors) == {102}
         finally:
             await lc.stop()
             await ep.stop()

@@ -113,7 +113,9 @@ def test_a_request_the_broker_drops_mid_request_is_resent_on_a_new_connection_af
 def test_a_request_without_response_times_out_and_is_resent(tt, servers):
     r = servers.responder({1: "hang"})
     requests = tt.make_requests([tt.broker(1, r.port)], 3)[1]
-    got, m = _run(tt, r, requests, 3, {"request_timeout_ms": 300})
+    # The back-off (200 ms) is the margin for the broker's thread reading the first try late: the
+    # retry is written >= 300 + 200 ms after the first try, which the broker saw at most ~200 ms late.
+    got, m = _run(tt, r, requests, 3, {"request_timeout_ms": 300, "backoff_ms": 200})
     assert r.epochs() == [1, 2, 2, 3]
     assert _retried(r, 1) >= 0.3
     assert [e for _, e, _ in got] == [1, 2, 3]
