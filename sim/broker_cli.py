@@ -17,7 +17,7 @@ from ctrlbatch.cli import CommandError
 from .broker_server import Received, SimulatedBroker
 from .lifecycle import BrokerLifecycle
 from .loopback import check_loopback
-from .serve import announce, configure_logging, until_signalled
+from .serve import check_address, configure_logging, start_and_announce, until_signalled
 
 _log = logging.getLogger("ctrlbatch.sim.broker")
 _API_NAMES = {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}
@@ -48,14 +48,9 @@ def _controller_address(text: str) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     if args.id < 0:
         raise CommandError(f"--id must be >= 0, got {args.id}")
-    if not 0 <= args.port <= 65535:
-        raise CommandError(f"--port must be in 0..65535, got {args.port}")
     if args.max_request_bytes < 0:
         raise CommandError(f"--max-request-bytes must be >= 0, got {args.max_request_bytes}")
-    try:
-        check_loopback(args.host, "--host")
-    except ValueError as e:
-        raise CommandError(str(e)) from None
+    check_address(args.host, args.port)
     controller = _controller_address(args.controller) if args.controller else None
     configure_logging(not args.quiet)
     return asyncio.run(_serve(args, controller))
@@ -69,11 +64,7 @@ def _log_request(broker: SimulatedBroker, rec: Received) -> None:
 async def _serve(args: argparse.Namespace, controller: tuple[str, int] | None) -> int:
     broker = SimulatedBroker(args.id, args.epoch, host=args.host, port=args.port, max_request_bytes=args.max_request_bytes,
                              migration_enabled=controller is not None, record=False, on_request=_log_request)
-    try:
-        await broker.start()
-    except OSError as e:
-        raise CommandError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
-    announce(broker.host, broker.port)
+    await start_and_announce(broker, args.host, args.port)
     lifecycle = None
     if controller is not None:
         lifecycle = BrokerLifecycle(lambda: broker.state, (broker.host, broker.port), controller, args.cluster_id)

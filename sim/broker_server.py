@@ -28,7 +28,7 @@ from ctrlbatch.requests.model import Message
 
 from .broker_state import CONTROL_APIS, BrokerState, error_response
 from .errors import Errors
-from .server import Connection, FrameServer
+from .server import Connection, FrameServer, Served
 from .shared_decode import SharedDecoder
 
 __all__ = ["BrokerFaults", "Received", "SimulatedBroker"]
@@ -61,7 +61,7 @@ class Received:
     error_code: int | None = None
 
 
-class SimulatedBroker:
+class SimulatedBroker(Served):
     """A ZooKeeper-mode broker's control-plane side on a loopback port."""
 
     def __init__(
@@ -95,14 +95,6 @@ class SimulatedBroker:
     @property
     def broker_id(self) -> int:
         return self.state.broker_id
-
-    @property
-    def host(self) -> str:
-        return self.server.host
-
-    @property
-    def port(self) -> int:
-        return self.server.port
 
     async def start(self) -> None:
         await self.server.start()

@@ -198,9 +198,15 @@ class BrokerState:
             return self.update_metadata(request, version)
         raise ValueError(f"api key {api_key} with {type(request).__name__} is not a control request of this broker")
 
-    def _check_cluster_action(self) -> None:
+    def _check_epochs(self, req: LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest) -> None:
+        """The checks every control request passes first, in Kafka's order (§6): authorization (31),
+        broker epoch (77), controller epoch (11, strictly older)."""
         if self.deny_cluster_action:
             raise _Stale(Errors.CLUSTER_AUTHORIZATION_FAILED)
+        if self.is_broker_epoch_stale(req.broker_epoch, req.is_k_raft_controller):
+            raise _Stale(Errors.STALE_BROKER_EPOCH)
+        if req.controller_epoch < self.controller_epoch:
+            raise _Stale(Errors.STALE_CONTROLLER_EPOCH)
 
     def is_broker_epoch_stale(self, request_epoch: int, is_kraft_controller: bool) -> bool:
         """ZkBEM:37-51; a KRaft controller's epoch without a lifecycle manager (migration not
@@ -218,11 +224,7 @@ class BrokerState:
     def leader_and_isr(self, req: LeaderAndIsrRequest, version: int) -> LeaderAndIsrResponse:
         states, topic_ids = _lair_states(req, version)
         try:
-            self._check_cluster_action()
-            if self.is_broker_epoch_stale(req.broker_epoch, req.is_k_raft_controller):
-                raise _Stale(Errors.STALE_BROKER_EPOCH)
-            if req.controller_epoch < self.controller_epoch:
-                raise _Stale(Errors.STALE_CONTROLLER_EPOCH)
+            self._check_epochs(req)
             strays = self._stray_logs(states, topic_ids) if self._is_full_from_kraft(req) else []
         except _Stale as e:
             return lair_error_response(req, version, e.code)
@@ -336,11 +338,7 @@ class BrokerState:
 
     def stop_replica(self, req: StopReplicaRequest, version: int) -> StopReplicaResponse:
         try:
-            self._check_cluster_action()
-            if self.is_broker_epoch_stale(req.broker_epoch, req.is_k_raft_controller):
-                raise _Stale(Errors.STALE_BROKER_EPOCH)
-            if req.controller_epoch < self.controller_epoch:
-                raise _Stale(Errors.STALE_CONTROLLER_EPOCH)
+            self._check_epochs(req)
         except _Stale as e:
             return stop_replica_error_response(req, version, e.code)
         items = stop_replica_items(req, version)
@@ -368,11 +366,7 @@ class BrokerState:
 
     def update_metadata(self, req: UpdateMetadataRequest, version: int) -> UpdateMetadataResponse:
         try:
-            self._check_cluster_action()
-            if self.is_broker_epoch_stale(req.broker_epoch, req.is_k_raft_controller):
-                raise _Stale(Errors.STALE_BROKER_EPOCH)
-            if req.controller_epoch < self.controller_epoch:
-                raise _Stale(Errors.STALE_CONTROLLER_EPOCH)  # ControllerMovedException (RM:1878)
+            self._check_epochs(req)  # 11 is ControllerMovedException here (RM:1878)
         except _Stale as e:
             return UpdateMetadataResponse(error_code=e.code)
         self.deleted_partitions.extend(self.cache.update(req, version, migration_enabled=self.migration_enabled))

@@ -18,9 +18,8 @@ from ctrlbatch.transport import AsyncControllerChannel
 from .controller_logic import SimController
 from .controller_server import ControllerEndpoint
 from .controller_state import BrokerEvent, ControllerConfig
-from .loopback import check_loopback
 from .membership import apply_event
-from .serve import announce, configure_logging, until_signalled
+from .serve import check_address, configure_logging, start_and_announce, until_signalled
 
 _log = logging.getLogger("ctrlbatch.sim.controller")
 
@@ -54,14 +53,9 @@ def _config(args: argparse.Namespace) -> ControllerConfig:
 
 def run(args: argparse.Namespace) -> int:
     config = _config(args)
-    if not 0 <= args.port <= 65535:
-        raise CommandError(f"--port must be in 0..65535, got {args.port}")
     if args.controller_id < 0:
         raise CommandError(f"--controller-id must be >= 0, got {args.controller_id}")
-    try:
-        check_loopback(args.host, "--host")
-    except ValueError as e:
-        raise CommandError(str(e)) from None
+    check_address(args.host, args.port)
     configure_logging(not args.quiet)
     return asyncio.run(_serve(args, config))
 
@@ -76,13 +70,9 @@ async def _serve(args: argparse.Namespace, config: ControllerConfig) -> int:
             apply_event(controller, endpoint.state.registrations[e.broker_id], e)
 
     endpoint = ControllerEndpoint(config, host=args.host, port=args.port, on_events=on_events)
-    try:
-        await endpoint.start()
-    except OSError as e:
-        raise CommandError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     channel.startup()
-    announce(endpoint.host, endpoint.port)
     try:
+        await start_and_announce(endpoint, args.host, args.port)
         await until_signalled()
     finally:
         await endpoint.stop()

@@ -31,7 +31,7 @@ from ctrlbatch.requests.model import Message
 
 from .controller_state import BrokerEvent, ControllerConfig, ControllerState
 from .errors import Errors
-from .server import Connection, FrameServer
+from .server import Connection, FrameServer, Served
 
 __all__ = ["ControllerEndpoint"]
 
@@ -39,7 +39,7 @@ _log = logging.getLogger("ctrlbatch.sim.controller")
 REGISTRATION_APIS = frozenset({62, 63})
 
 
-class ControllerEndpoint:
+class ControllerEndpoint(Served):
     """The KRaft controller's registration endpoint for simulated (or real) brokers."""
 
     def __init__(
@@ -62,14 +62,6 @@ class ControllerEndpoint:
 
     def __repr__(self) -> str:
         return f"ControllerEndpoint({self.server.host}:{self.server.port}, {self.state!r})"
-
-    @property
-    def host(self) -> str:
-        return self.server.host
-
-    @property
-    def port(self) -> int:
-        return self.server.port
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)

@@ -30,7 +30,7 @@ from ctrlbatch.requests.model import Message
 
 from .loopback import check_loopback
 
-__all__ = ["Connection", "FrameServer", "ServerStats"]
+__all__ = ["Connection", "FrameServer", "Served", "ServerStats"]
 
 _log = logging.getLogger("ctrlbatch.sim.server")
 
@@ -212,3 +212,17 @@ class FrameServer:
         for server in servers:
             await server.wait_closed()
 
+
+class Served:
+    """What serves through a FrameServer ``server`` (the simulated broker, the controller endpoint)
+    shows its bound address as its own."""
+
+    server: FrameServer
+
+    @property
+    def host(self) -> str:
+        return self.server.host
+
+    @property
+    def port(self) -> int:
+        return self.server.port
