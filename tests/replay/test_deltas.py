@@ -164,3 +164,52 @@ def test_the_sample_has_one_delta_per_data_batch_and_its_bootstrap_transaction_i
 
 def test_a_transaction_still_open_at_the_end_is_not_published() -> None:
     assert summary(group_deltas(batches([DATA], [BEGIN, DATA], [DATA]))) == [(10, [10])]
+
+
+@st.composite
+def _committed_histories(draw: Any) -> list[list[int]]:
+    """Batches of DATA with well-formed Begin..End transactions (possibly spanning batches,
+    possibly empty, possibly left open at the end)."""
+    flat: list[int] = []
+    for _ in range(draw(st.integers(0, 8))):
+        if draw(st.booleans()):
+            flat.extend([BEGIN, *[DATA] * draw(st.integers(0, 3)), END])
+        else:
+            flat.extend([DATA] * draw(st.integers(1, 3)))
+    if draw(st.booleans()):
+        flat.extend([BEGIN, *[DATA] * draw(st.integers(0, 2))])  # still open at the end
+    cuts = sorted(draw(st.sets(st.integers(1, max(len(flat) - 1, 1)), max_size=6)))
+    return [flat[a:b] for a, b in zip([0, *cuts], [*cuts, len(flat)], strict=True) if flat[a:b]]
+
+
+@given(_committed_histories(), st.integers(1, 3))
+def test_with_transactions_every_record_is_published_once_and_no_transaction_is_split(
+    types: list[list[int]], n: int
+) -> None:
+    bs = batches(*types)
+    records = [r for b in bs for r in b.records]
+    # the transactions (offsets of their data records) and the records of one still open at the end
+    txns: list[list[int]] = []
+    current: list[int] | None = None
+    open_tail: list[int] = []
+    for r in records:
+        if r.type == BEGIN:
+            current = []
+        elif r.type == END:
+            txns.append(current)
+            current = None
+        elif current is not None:
+            current.append(r.offset)
+    if current is not None:
+        open_tail = current
+    for deltas in (list(group_deltas(bs)), list(group_deltas(bs, coalesce=n))):
+        published = [r.offset for d in deltas for r in d.records]
+        expected = [r.offset for r in records if r.type == DATA and r.offset not in open_tail]
+        assert published == expected
+        lasts = [d.last_offset for d in deltas]
+        assert lasts == sorted(set(lasts))
+        where = {r.offset: i for i, d in enumerate(deltas) for r in d.records}
+        for txn in txns:
+            assert len({where[o] for o in txn}) <= 1
+            if txn:  # a transaction's delta ends at or after its End
+                assert deltas[where[txn[0]]].last_offset > txn[-1]
