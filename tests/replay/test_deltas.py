@@ -196,6 +196,7 @@ def test_with_transactions_every_record_is_published_once_and_no_transaction_is_
         if r.type == BEGIN:
             current = []
         elif r.type == END:
+            assert current is not None
             txns.append(current)
             current = None
         elif current is not None:

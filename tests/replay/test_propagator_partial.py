@@ -214,7 +214,7 @@ def _check_canonical_order(sends: list[Send]) -> None:
             brokers = [s.broker for s in batch if s.request.api_key == api]
             assert brokers == sorted(set(brokers))
         for s in batch:
-            body = decode_request(s.request.encode(correlation_id=1, client_id="x")[4:]).body
+            body: Any = decode_request(s.request.encode(correlation_id=1, client_id="x")[4:]).body
             names = [t.topic_name for t in body.topic_states]
             assert names == sorted(set(names))
             for t in body.topic_states:
