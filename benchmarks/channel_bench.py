@@ -20,7 +20,7 @@ Target: the channel with 50 brokers at >= half the baseline's 50-connection roun
 Each figure is the median of --repeat runs. Other processes load this 2-core machine; the load
 average is printed, and figures are flagged noisy when it is high: rerun then.
 
-Usage: python benchmarks/channel_bench.py [--seconds S] [--repeat R] [--brokers N]
+Usage: python benchmarks/channel_bench.py [--seconds S] [--repeat R] [--brokers N] [--json PATH]
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ import struct
 import threading
 import time
 from typing import Any
+
+from figures import Figure, write_results
 
 TARGET_RATIO = 0.5
 SMALL = 100  # bytes per baseline frame (size prefix included)
@@ -222,6 +224,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--brokers", type=int, default=50)
     ap.add_argument("--bulk-frames", type=int, default=20)
+    ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
 
     ctx = mp.get_context("spawn")
@@ -262,18 +265,30 @@ def main() -> int:
     labels = {"1": "1 connection, round trips/s", "n": f"{n} connections, round trips/s (total)",
               "bulk": "10 MB frames, MB/s"}
     ratio = {}
+    figures = []
     for key, label in labels.items():
         base = statistics.median(b for b, _ in runs[key])
         chan = statistics.median(c for _, c in runs[key])
         ratio[key] = statistics.median(c / b for b, c in runs[key])
         detail = " ".join(f"{b:,.0f}/{c:,.0f}" for b, c in runs[key])
         print(f"{label:<40}{base:>11,.0f}{chan:>11,.0f}{ratio[key]:>7.2f}   {detail}")
+        what, unit = label.split(", ", 1)
+        what += " in total" if "(total)" in unit else ""
+        chans = [c for _, c in runs[key]]
+        figures.append(Figure(
+            what=f"controller channel on loopback, {what}, median of {args.repeat}", value=chan,
+            unit=unit.replace(" (total)", ""), min=min(chans), median=chan, max=max(chans),
+            peer="minimal asyncio client", peer_value=base, ratio=ratio[key], ratio_of="median, run by run",
+            target=f"ratio >= {TARGET_RATIO}x" if key == "n" else None,
+            met=ratio[key] >= TARGET_RATIO if key == "n" else None,
+        ))
     print("ratio: median of the per-run ratios")
     print(f"channel frames: UpdateMetadata v8, {frame_size} bytes out, 12 bytes back; retries: {retries}")
     verdict = "met" if ratio["n"] >= TARGET_RATIO else "NOT met"
     print(f"target: channel with {n} brokers >= {TARGET_RATIO:.0%} of the baseline round-trip rate: {verdict}")
     if max(load_before, load_after) > 1.5:
         print("note: the machine was loaded by other work during this run; the figures are noisy, rerun to confirm")
+    write_results(args.json, "channel_bench", figures, vars(args))
     return 0
 
 

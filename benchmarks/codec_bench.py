@@ -6,7 +6,7 @@ script prints the times (median, min-max of --repeat runs) and the ratios agains
 (encode <= 0.25x kio and <= 0.5x json.dumps, decode <= 0.25x kio), of the best runs (the least
 disturbed by other load on the machine; the verdict) and of the medians.
 
-Usage: python benchmarks/codec_bench.py [--partitions N] [--repeat R] [--no-kio]
+Usage: python benchmarks/codec_bench.py [--partitions N] [--repeat R] [--no-kio] [--json PATH]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
+
+from figures import Figure, write_results
 
 from ctrlbatch.requests import (
     UpdateMetadataBroker,
@@ -124,6 +126,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-kio", action="store_true", help="skip the kio peer")
+    ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
 
     msg = build(args.partitions)
@@ -142,6 +145,7 @@ def main() -> None:
     print(f"  json        dumps  {jenc}   loads  {jdec}   (same content as plain dicts)")
 
     ratios = [("encode / json.dumps", enc, jenc, 0.5)]
+    peers = {"encode / json.dumps": "json.dumps", "encode / kio": "kio 0.5.0 encode", "decode / kio": "kio 0.5.0 decode"}
     if not args.no_kio:
         import io
 
@@ -163,9 +167,17 @@ def main() -> None:
         print(f"  kio 0.5.0   encode {kenc}   decode {kdec}   ({same})")
         ratios = [("encode / kio", enc, kenc, 0.25), *ratios, ("decode / kio", dec, kdec, 0.25)]
     print("ratios, best runs (medians) (target):")
+    figures = []
     for name, ours, peer, target in ratios:
         r = ours.best / peer.best
         print(f"  {name:20s} {r:6.3f}x ({ours.median / peer.median:.3f}x)  (<= {target}x: {'met' if r <= target else 'NOT met'})")
+        figures.append(Figure(
+            what=f"UpdateMetadata v{VERSION}, {args.partitions:,} partitions, {name.split()[0]}, median of {args.repeat}",
+            value=ours.median, unit="s", min=min(ours.times), median=ours.median, max=max(ours.times),
+            peer=peers[name], peer_value=peer.median, ratio=r, ratio_of="best runs",
+            target=f"<= {target}x", met=r <= target,
+        ))
+    write_results(args.json, "codec_bench", figures, vars(args))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ The 100-broker run is timed twice: with CPython's default garbage collection, an
 ctrlbatch.batch.gc_paused() (the collector held off for the batch; see batch/gc_pause.py),
 which is the peer measured in the same run: the ratio between the two is the collector's cost.
 
-Usage: python benchmarks/failover_bench.py [--partitions N] [--repeat R]
+Usage: python benchmarks/failover_bench.py [--partitions N] [--repeat R] [--json PATH]
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ import statistics
 import subprocess
 import sys
 import time
+
+import attrs
+from figures import Figure, write_results
 
 TARGET_S = 2.0
 TARGET_MEMORY_RATIO = 1.1
@@ -117,6 +120,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=200_000, help="partitions (default: %(default)s)")
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per configuration (default: %(default)s)")
+    ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
     r100 = in_subprocess(args.partitions, 100, args.repeat)
     r100p = in_subprocess(args.partitions, 100, args.repeat, pause_gc=True)
@@ -131,8 +135,10 @@ def main() -> None:
             f"context RSS {r['context_rss_mib'][0]:.0f} MiB, batch adds {r['batch_peak_mib'][0]:.1f} MiB"
         )
     ratio = r100["batch_peak_mib"][0] / r10["batch_peak_mib"][0]
-    print(f"  default gc vs gc_paused(): {med(r100['total']) / med(r100p['total']):.2f}x the time")
+    gc_ratio = med(r100['total']) / med(r100p['total'])
+    print(f"  default gc vs gc_paused(): {gc_ratio:.2f}x the time")
     print("targets:")
+    figures = []
     for label, r in (("default gc", r100), ("gc_paused()", r100p)):
         total = r["total"]
         verdict = "met" if med(total) <= TARGET_S else "NOT met"
@@ -140,8 +146,22 @@ def main() -> None:
             f"  whole scenario, 100 brokers, {label}: median {med(total):.3f} s, min {min(total):.3f} s, "
             f"max {max(total):.3f} s (median <= {TARGET_S} s: {verdict})"
         )
+        figures.append(Figure(
+            what=f"failover batch, {args.partitions:,} partitions, 100 brokers (accumulate + build + encode), "
+                 f"{label}, median of {args.repeat}",
+            value=med(total), unit="s", min=min(total), median=med(total), max=max(total),
+            target=f"median <= {TARGET_S} s", met=med(total) <= TARGET_S,
+        ))
+    figures[0] = attrs.evolve(figures[0], peer="in gc_paused()", peer_value=med(r100p["total"]), ratio=gc_ratio,
+                              ratio_of="medians")
     verdict = "met" if ratio <= TARGET_MEMORY_RATIO else "NOT met"
     print(f"  batch memory 100 vs 10 brokers: {ratio:.3f}x (<= {TARGET_MEMORY_RATIO}x: {verdict})")
+    figures.append(Figure(
+        what=f"peak memory the failover batch adds, {args.partitions:,} partitions, 100 brokers",
+        value=r100["batch_peak_mib"][0], unit="MiB", peer="10 brokers", peer_value=r10["batch_peak_mib"][0],
+        ratio=ratio, target=f"ratio <= {TARGET_MEMORY_RATIO}x", met=ratio <= TARGET_MEMORY_RATIO,
+    ))
+    write_results(args.json, "failover_bench", figures, vars(args))
 
 
 if __name__ == "__main__":

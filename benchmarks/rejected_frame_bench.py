@@ -9,7 +9,7 @@ with perf_counter (GC as configured by default), memory as tracemalloc's peak ab
 ratios rejected / accepted run by run, and the ratio of the best runs (the least disturbed by
 other load on the machine); the issue's target is <= 1.3x for both.
 
-Usage: python benchmarks/rejected_frame_bench.py [--mib N] [--runs R]
+Usage: python benchmarks/rejected_frame_bench.py [--mib N] [--runs R] [--json PATH]
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
+
+from figures import Figure, write_results
 
 from ctrlbatch.requests import DecodeError, LeaderAndIsrRequest, LeaderAndIsrTopicState
 
@@ -73,6 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mib", type=float, default=4.0, help="body size in MiB (default 4)")
     ap.add_argument("--runs", type=int, default=5, help="runs of each measurement (default 5)")
+    ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
     if args.mib <= 0 or args.runs < 1:
         ap.error("--mib must be positive and --runs at least 1")
@@ -105,9 +108,21 @@ def main() -> None:
     time_ratios = [b / a for a, b in zip(t_ok, t_bad, strict=True)]
     mem_ratios = [b / a for a, b in zip(m_ok, m_bad, strict=True)]
     print("ratios rejected / accepted, run by run (target <= 1.3x):")
-    for name, values, ok, bad in (("time", time_ratios, t_ok, t_bad), ("memory", mem_ratios, m_ok, m_bad)):
+    figures = []
+    what = f"LeaderAndIsr v{VERSION} body of {args.mib:g} MiB rejected at its last byte"
+    for name, values, ok, bad, unit, scale in (("time", time_ratios, t_ok, t_bad, "s", 1),
+                                                ("memory", mem_ratios, m_ok, m_bad, "MiB", 1 << 20)):
         verdict = "met" if statistics.median(values) <= TARGET else "NOT met"
         print(f"  {name:7s} {spread(values, ratio)}  best/best {ratio(min(bad) / min(ok))}  (median {verdict})")
+        figures.append(Figure(
+            what=f"{what}: decode {name}{' (tracemalloc peak)' if name == 'memory' else ''}, median of {args.runs}",
+            value=statistics.median(bad) / scale, unit=unit, min=min(bad) / scale,
+            median=statistics.median(bad) / scale, max=max(bad) / scale,
+            peer="the same body accepted", peer_value=statistics.median(ok) / scale,
+            ratio=statistics.median(values), ratio_of="median, run by run",
+            target=f"ratio <= {TARGET}x", met=statistics.median(values) <= TARGET,
+        ))
+    write_results(args.json, "rejected_frame_bench", figures, vars(args))
 
 
 if __name__ == "__main__":

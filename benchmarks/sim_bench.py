@@ -16,7 +16,7 @@ Kafka 1.1's 3 s for the same operation (Jun Rao, "Apache Kafka Supports 200K Par
 Cluster", 2018, which included the ZooKeeper writes; see kafka-controller-performance.md). Target:
 median <= 1 s.
 
-Usage: python benchmarks/sim_bench.py [--brokers 50] [--partitions 10000] [--runs 3]
+Usage: python benchmarks/sim_bench.py [--brokers 50] [--partitions 10000] [--runs 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from figures import Figure, write_results
 
 from ctrlbatch.sim.broker_pool import BrokerPool
 from ctrlbatch.sim.cluster import ClusterConfig, SimCluster
@@ -134,12 +136,14 @@ def main() -> None:
     ap.add_argument("--brokers", type=int, default=50)
     ap.add_argument("--partitions", type=int, default=10000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
     if args.brokers < 4 or args.partitions < 1 or args.runs < 1:
         ap.error("--brokers must be >= 4, --partitions and --runs >= 1")
     print(f"controlled shutdown of a broker leading {args.partitions:,} partitions, {args.brokers} simulated brokers "
           f"on 127.0.0.1 ({args.runs} runs each)")
     medians = {}
+    walls: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
     for label, mode, freeze in (
         ("one process, default GC", "in", False),
@@ -155,15 +159,25 @@ def main() -> None:
             times.append(elapsed)
             cpus.append(cpu)
         medians[label] = statistics.median(times)
+        walls[label] = times
         print(f"  {label}: wall {_fig(times)}; CPU of this process {_fig(cpus)}")
     print(f"  requests: {counts['LeaderAndIsr']} LeaderAndIsr, {counts['UpdateMetadata']} UpdateMetadata, "
           f"{counts['StopReplica']} StopReplica; {counts['bytes'] / 1e6:.1f} MB on the wire to the brokers")
     print(f"  load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall above CPU is time spent waiting "
           "for a CPU, or for the other process)")
+    figures = []
     for label, med in medians.items():
         verdict = "met" if med <= TARGET_S else "NOT met"
         print(f"  {label}: median {med:.3f} s = {med / KAFKA_1_1_SECONDS:.2f}x Kafka 1.1's {KAFKA_1_1_SECONDS:.0f} s "
               f"({KAFKA_1_1_SECONDS / med:.1f} times faster); target <= {TARGET_S:.1f} s {verdict}")
+        figures.append(Figure(
+            what=f"controlled shutdown over the wire, broker leading {args.partitions:,} partitions, "
+                 f"{args.brokers} simulated brokers, {label}, median of {args.runs}",
+            value=med, unit="s", min=min(walls[label]), median=med, max=max(walls[label]),
+            peer="Kafka 1.1 (published 2018, not this run)", peer_value=KAFKA_1_1_SECONDS,
+            ratio=med / KAFKA_1_1_SECONDS, target=f"median <= {TARGET_S:.1f} s", met=med <= TARGET_S,
+        ))
+    write_results(args.json, "sim_bench", figures, vars(args))
 
 
 if __name__ == "__main__":

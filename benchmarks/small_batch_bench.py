@@ -13,7 +13,7 @@ Prints batches per second as min / median / max over --runs runs of --batches ba
 wall time and by CPU time (the process's own, which other work on a shared machine disturbs
 less). Target: median >= 10,000 batches/s.
 
-Usage: python benchmarks/small_batch_bench.py [--runs R] [--batches N]
+Usage: python benchmarks/small_batch_bench.py [--runs R] [--batches N] [--json PATH]
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+
+from figures import Figure, write_results
 
 from ctrlbatch.batch import ControllerBrokerRequestBatch, OutboundRequest, RecordingTransport
 from ctrlbatch.batch.scenarios import Cluster, build_context
@@ -73,6 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="timed runs (default: %(default)s)")
     ap.add_argument("--batches", type=int, default=5_000, help="batches per run (default: %(default)s)")
+    ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
     run(200, _engine_frames)  # warm the codec caches
     run(200, _reference_frames)
@@ -94,11 +97,21 @@ def main() -> None:
             r = rates[key + suffix]
             print(f"  {label:24s} {clock:4s}: min {min(r):,.0f} / median {med[key + suffix]:,.0f} / max {max(r):,.0f} "
                   f"batches/s ({1e6 / med[key + suffix]:.0f} us per batch)")
-    print(f"  engine vs reference: {med['engine'] / med['reference']:.2f}x the batches per wall second, "
-          f"{med['engine cpu'] / med['reference cpu']:.2f}x per CPU second")
+    vs = {"engine": med['engine'] / med['reference'], "engine cpu": med['engine cpu'] / med['reference cpu']}
+    print(f"  engine vs reference: {vs['engine']:.2f}x the batches per wall second, "
+          f"{vs['engine cpu']:.2f}x per CPU second")
+    figures = []
     for clock, key in (("wall", "engine"), ("CPU", "engine cpu")):
         verdict = "met" if med[key] >= TARGET_PER_S else "NOT met"
         print(f"target: median >= {TARGET_PER_S:,} batches per {clock} second: {med[key]:,.0f}, {verdict}")
+        figures.append(Figure(
+            what=f"small batch ({CLUSTER.partitions} partitions, RF {CLUSTER.replication_factor}, {CLUSTER.brokers} "
+                 f"brokers, every frame encoded), batches per {clock} second, median of {args.runs}",
+            value=med[key], unit="batches/s", min=min(rates[key]), median=med[key], max=max(rates[key]),
+            peer="reference build + encode_request", peer_value=med[key.replace("engine", "reference")],
+            ratio=vs[key], ratio_of="medians", target=f"median >= {TARGET_PER_S:,}/s", met=med[key] >= TARGET_PER_S,
+        ))
+    write_results(args.json, "small_batch_bench", figures, vars(args))
 
 
 if __name__ == "__main__":
