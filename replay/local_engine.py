@@ -3,7 +3,9 @@
 Rules:
 - With a snapshot, the replay starts from its image and takes the image path (its "delta" is
   the snapshot's last contained offset, end offset - 1; its timestamp the header's
-  lastContainedLogTimestamp); then every delta of the log after it, in offset order.
+  lastContainedLogTimestamp); then every delta of the log after it, in offset order. The
+  snapshot is folded over the empty image, so Kafka's finishSnapshot (whatever the snapshot
+  does not hold is removed) has nothing to remove.
 - Each delivered request becomes a row (rows.request_row) in send order; ``seq`` counts per
   broker from 0 over the whole replay, and is the frame's correlation id. Dropped requests
   are counted per API, not rowed.
