@@ -41,12 +41,28 @@ from .connection import Connection
 from .metrics import BrokerMetrics, ChannelMetrics
 from .options import ChannelOptions
 
-__all__ = ["AsyncControllerChannel"]
+__all__ = ["AsyncControllerChannel", "check_send", "check_timeout"]
 
 logger = logging.getLogger("ctrlbatch.transport")
 metrics_logger = logging.getLogger("ctrlbatch.transport.metrics")
 
 Callback = Callable[[Any], None]
+
+
+def check_send(broker_id: object, request: object, callback: object) -> None:
+    """send()'s arguments, checked where send() is called (both forms of the channel)."""
+    if not isinstance(broker_id, int) or isinstance(broker_id, bool):
+        raise TypeError(f"broker_id must be an int, got {broker_id!r}")
+    if not callable(getattr(request, "encode_parts", None)):
+        raise TypeError(f"request must have encode_parts (a ctrlbatch.batch.OutboundRequest), got {request!r}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {callback!r}")
+
+
+def check_timeout(timeout: object) -> float:
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout >= 0:
+        raise ValueError(f"timeout must be a number of seconds >= 0, got {timeout!r}")
+    return float(timeout)
 
 
 @attrs.define(eq=False)
@@ -169,6 +185,7 @@ class AsyncControllerChannel:
         self, broker_id: int, request: Sendable, callback: Callback | None = None, *, now: float | None = None
     ) -> None:
         """Queue request for broker_id (never blocks). now: when it was handed over (time.monotonic())."""
+        check_send(broker_id, request, callback)
         s = self._senders.get(broker_id)
         if s is None:
             logger.warning(msg.not_sending(request, broker_id))
@@ -183,6 +200,7 @@ class AsyncControllerChannel:
 
     async def wait_until_idle(self, timeout: float) -> bool:
         """True once every queue is empty and nothing is in flight; False after timeout seconds."""
+        timeout = check_timeout(timeout)
         if self._pending == 0:
             return True
         if self._idle is None:

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from ctrlbatch.context import Broker
 
 from . import log_messages as msg
-from .async_channel import AsyncControllerChannel, Callback
+from .async_channel import AsyncControllerChannel, Callback, check_send, check_timeout
 from .channel_state import Sendable
 from .metrics import ChannelMetrics
 
@@ -150,10 +150,7 @@ class ControllerChannelManager:
 
     def send(self, broker_id: int, request: Sendable, callback: Callback | None = None) -> None:
         """Queue request for broker_id and return at once; callback(response) runs on the channel's thread."""
-        if not isinstance(broker_id, int):
-            raise TypeError(f"broker_id must be an int, got {broker_id!r}")
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable or None, got {callback!r}")
+        check_send(broker_id, request, callback)
         now = time.monotonic()
         if self._on_loop_thread():
             self._channel.send(broker_id, request, callback, now=now)
@@ -179,8 +176,7 @@ class ControllerChannelManager:
 
     def wait_until_idle(self, timeout: float) -> bool:
         """True once every request sent so far is settled; False after timeout seconds."""
-        if timeout < 0:
-            raise ValueError(f"timeout must be >= 0, got {timeout}")
+        timeout = check_timeout(timeout)
         if self._loop is None:
             return True
         return self._await(self._channel.wait_until_idle(timeout), timeout + _CALL_TIMEOUT_S)

@@ -243,3 +243,23 @@ def test_an_ending_log_uses_kafkas_retry_text(tt, caplog):
         and Ending.CONNECTION_LOST.value not in m
         for m in caplog.messages
     )
+
+
+def test_send_and_wait_check_their_arguments_and_name_them(tt):
+    async def main():
+        channel = AsyncControllerChannel(**FAST)
+        channel.startup()
+        request = tt.make_requests([tt.broker(1, 1)], 1)[1][0]
+        with pytest.raises(TypeError, match="broker_id must be an int, got True"):
+            channel.send(True, request)
+        with pytest.raises(TypeError, match="request must have encode_parts"):
+            channel.send(1, b"\x00\x06")
+        with pytest.raises(TypeError, match="callback must be callable or None, got 3"):
+            channel.send(1, request, 3)
+        with pytest.raises(ValueError, match="timeout must be a number of seconds >= 0, got -1"):
+            await channel.wait_until_idle(-1)
+        with pytest.raises(ValueError, match="timeout must be a number of seconds >= 0, got nan"):
+            await channel.wait_until_idle(float("nan"))
+        await channel.shutdown()
+
+    run(tt, main())
