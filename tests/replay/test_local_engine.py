@@ -31,7 +31,6 @@ from ctrlbatch.replay.writer import encode_batch
 from ctrlbatch.requests import decode_request
 
 SAMPLE = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "kraft-single-node"
-needs_sample = pytest.mark.skipif(not (SAMPLE / "__cluster_metadata-0").is_dir(), reason=f"no sample at {SAMPLE}")
 LAIR, SR, UMR = 4, 5, 6
 
 # The real sample with --targets all, derived from kafka-metadata-records.md §9 and the propagator:
@@ -49,7 +48,6 @@ SAMPLE_ROWS = [
 ]
 
 
-@needs_sample
 def test_the_real_sample_end_to_end() -> None:
     result = replay_local(open_history(str(SAMPLE)), ReplayOptions())
     rows = result.drain()
@@ -71,7 +69,6 @@ def test_the_real_sample_end_to_end() -> None:
     assert sum(len(t.partitions) for t in result.image.topics.values()) == 54
 
 
-@needs_sample
 def test_targets_migrating_on_the_sample_delivers_nothing() -> None:
     result = replay_local(open_history(str(SAMPLE)), ReplayOptions(targets="migrating"))
     assert result.drain() == []
@@ -79,7 +76,6 @@ def test_targets_migrating_on_the_sample_delivers_nothing() -> None:
     assert dict(result.summary.dropped) == {"LeaderAndIsr": 6, "UpdateMetadata": 6}
 
 
-@needs_sample
 def test_a_what_if_ibp_changes_versions_and_bytes_only() -> None:
     base = replay_local(open_history(str(SAMPLE)), ReplayOptions()).drain()
     old = replay_local(open_history(str(SAMPLE)), ReplayOptions(ibp=MetadataVersion.IBP_2_8_IV1)).drain()
