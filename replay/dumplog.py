@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from .errors import ReadStats, ReplayInputError
+from .errors import ReadStats, ReplayInputError, stats_for
 from .json_convert import from_json
 from .jsonl import BatchBuilder, LineError, Parsed, UnprintedControl, numbered_lines, parse_record, too_long
 from .record_classes import CONTROL_VERSION, control_class
@@ -141,7 +141,7 @@ def read_dump(
 ) -> Iterator[LogBatch]:
     """The batches of a kafka-dump-log text output, in file order (see the module rules)."""
     src = os.fspath(path)
-    stats = stats if stats is not None else ReadStats()
+    stats = stats_for(skip_corrupt, stats)
     builder = BatchBuilder(f"<dump:{src}>", stats)
     head: _BatchLine | None = None
     bad_batch = False

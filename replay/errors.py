@@ -2,7 +2,8 @@
 
 Rules: every problem with the input is a ReplayInputError naming the file, where in it (a byte
 offset for binary input, a line for text input) and why. With skip_corrupt the reader records
-the same facts as a Corrupt value in ReadStats instead of raising: nothing is dropped silently.
+the same facts as a Corrupt value in ReadStats instead of raising: nothing is dropped silently
+(so skipping needs the caller's ReadStats: stats_for).
 Both survive pickling (the Spark engine ships them between processes).
 """
 
@@ -55,6 +56,18 @@ class Corrupt:
 
     def __str__(self) -> str:
         return f"{where(self.source, self.position, self.unit)}: {self.reason}"
+
+
+def stats_for(skip_corrupt: bool, stats: ReadStats | None) -> ReadStats:
+    """The counters a reader fills: skipping corrupt input needs the caller's, or the skipped
+    input would be counted where nobody reads it (silently lost)."""
+    if stats is None:
+        if skip_corrupt:
+            raise ValueError("stats: a ReadStats is required with skip_corrupt=True (skipped input is reported there)")
+        return ReadStats()
+    if not isinstance(stats, ReadStats):
+        raise TypeError(f"stats: expected a ReadStats, got {type(stats).__name__}")
+    return stats
 
 
 @attrs.define(repr=False)

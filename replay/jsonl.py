@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import attrs
 
-from .errors import ReadStats, ReplayInputError
+from .errors import ReadStats, ReplayInputError, stats_for
 from .json_convert import JsonRecordError, from_json, to_json
 from .record_classes import CONTROL_VERSION, control_class, record_class
 from .records import (
@@ -210,7 +210,7 @@ def read_jsonl(
 ) -> Iterator[LogBatch]:
     """The batches of a JSON-lines file, in file order (see the module rules)."""
     src = os.fspath(path)
-    stats = stats if stats is not None else ReadStats()
+    stats = stats_for(skip_corrupt, stats)
     builder = BatchBuilder(f"<jsonl:{src}>", stats)
     with open(src, "rb") as fh:
         for number, raw in numbered_lines(fh):

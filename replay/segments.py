@@ -22,7 +22,7 @@ import crc32c
 
 from ctrlbatch.requests.errors import DecodeError
 
-from .errors import ReadStats, ReplayInputError
+from .errors import ReadStats, ReplayInputError, stats_for
 from .record_classes import decode_control, decode_value
 from .records import (
     CONTROL_TYPE_NAMES,
@@ -317,7 +317,7 @@ def read_segment(
     goes on with the next batch; a truncated or impossible header ends the file (counted too)."""
     src = os.fspath(path)
     end_at = os.path.getsize(src) if stop is None else min(stop, os.path.getsize(src))
-    stats = stats if stats is not None else ReadStats()
+    stats = stats_for(skip_corrupt, stats)
     with open(src, "rb") as f:
         f.seek(start)
         buf = b""

@@ -19,7 +19,7 @@ from typing import Literal
 
 import attrs
 
-from .errors import ReadStats, ReplayInputError
+from .errors import ReadStats, ReplayInputError, stats_for
 from .records import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, LogBatch
 from .segments import count_batch, read_segment
 
@@ -75,7 +75,7 @@ class Snapshot:
         """The snapshot's batches (header and footer control batches included), offsets from 0.
 
         A snapshot without its header first or its footer last is incomplete: ReplayInputError."""
-        stats = stats if stats is not None else ReadStats()
+        stats = stats_for(skip_corrupt, stats)
         kind = detect_kind(self.path)
         if kind in ("log", "checkpoint"):
             it = read_segment(self.path, skip_corrupt=skip_corrupt, stats=stats)

@@ -284,3 +284,17 @@ def test_a_record_claiming_headers_it_does_not_hold_is_refused(headers: int, ext
     good = b"\x00" + _zz(0) + _zz(0) + _zz(-1) + _zz(len(value)) + value + _zz(1) + b"\x02k\x02v"
     ok = decode_batch(encode_batch_raw(4, 1, 1000, 1, _zz(len(good)) + good, control=False), source="x", position=0)
     assert [r.data.name for r in ok.records] == ["orders"]
+
+
+def test_skipping_corrupt_input_needs_counters_the_caller_reads(tmp_path: Path) -> None:
+    """With skip_corrupt and no ReadStats the skipped batch would be counted nowhere: refused."""
+    from ctrlbatch.replay.dumplog import read_dump
+    from ctrlbatch.replay.jsonl import read_jsonl
+
+    path = _log(tmp_path, encode_batch(0, 1, 1000, [_topic_value()]))
+    for read in (read_segment, read_jsonl, read_dump):
+        with pytest.raises(ValueError, match="stats: a ReadStats is required with skip_corrupt=True"):
+            list(read(path, skip_corrupt=True))
+    with pytest.raises(TypeError, match="stats: expected a ReadStats, got dict"):
+        list(read_segment(path, stats={}))  # type: ignore[arg-type]
+    assert len(list(read_segment(path))) == 1
