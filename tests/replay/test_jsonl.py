@@ -306,13 +306,18 @@ def test_mutated_text_raises_only_replay_input_error(
     path = tmp_path / ("m.jsonl" if jsonl else "m.txt")
     path.write_text("".join(chars), encoding="utf-8", errors="surrogateescape")
     reader = read_jsonl if jsonl else read_dump
+    plain: list[LogBatch] | None = None
     try:
-        list(reader(path))
+        plain = list(reader(path))
     except ReplayInputError as e:
         assert e.unit == "line" and e.position >= 1
     stats = ReadStats()
     got = list(reader(path, skip_corrupt=True, stats=stats))
     assert stats.batches == len(got)
+    # never silently dropped: skipping reports something exactly when reading without it fails
+    assert bool(stats.corrupt) == (plain is None)
+    if plain is not None:
+        assert got == plain
 
 
 def test_a_short_dump_batch_loses_only_itself_when_skipping(tmp_path: Path) -> None:

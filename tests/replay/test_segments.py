@@ -20,6 +20,7 @@ from ctrlbatch.replay.records import (
     NOOP_VALUE,
     PARTITION_CHANGE_RECORD,
     TOPIC_RECORD,
+    LogBatch,
 )
 from ctrlbatch.replay.segments import BatchPointer, decode_batch, read_segment, scan_batches
 from ctrlbatch.replay.writer import encode_batch, encode_batch_raw
@@ -228,13 +229,18 @@ def test_mutated_batches_raise_only_replay_input_error(
     data = bytes(b[: max(cut, len(b) - cut)]) if which else bytes(b)
     path = tmp_path / "m.log"
     path.write_bytes(data)
+    plain: list[LogBatch] | None = None
     try:
-        list(read_segment(path))
+        plain = list(read_segment(path))
     except ReplayInputError as e:
         assert e.source == str(path) and 0 <= e.position <= len(data)
     stats = ReadStats()
     got = list(read_segment(path, skip_corrupt=True, stats=stats))  # never raises when skipping
     assert stats.batches == len(got)
+    # never silently dropped: skipping reports something exactly when reading without it fails
+    assert bool(stats.corrupt) == (plain is None)
+    if plain is not None:
+        assert got == plain
     try:
         list(scan_batches(path))
     except ReplayInputError:
