@@ -150,29 +150,43 @@ class History:
                 for b in read_segment(seg, skip_corrupt=self.skip_corrupt, stats=seen)
             )
         start = self.start_offset
-        expected = -1  # binary logs have dense offsets (every offset is a record)
-        corrupt = len(self.stats.corrupt)
+        dense = OffsetCheck(self.stats, self.skip_corrupt) if self.kind == "log" else None
         for batch in it:
-            if self.kind == "log" and expected >= 0 and batch.base_offset != expected:
-                gap = (
-                    "go backwards"
-                    if batch.base_offset < expected
-                    else f"skip {expected}..{batch.base_offset - 1}"
-                )
-                err = ReplayInputError(
-                    batch.source, batch.position, f"offsets {gap}: a segment overlaps or is missing"
-                )
-                if not self.skip_corrupt:
-                    raise err
-                if len(self.stats.corrupt) == corrupt:  # not explained by a corrupt batch skipped just before
-                    self.stats.corrupt.append(err.as_corrupt())
-            expected, corrupt = batch.last_offset + 1, len(self.stats.corrupt)
+            if dense is not None:
+                dense.see(batch)
             trimmed = trim_batch(batch, start)
             if trimmed is None:
                 continue
             batch = trimmed
             count_batch(self.stats, batch)
             yield batch
+
+
+class OffsetCheck:
+    """Binary logs have dense offsets (every offset is a record): a batch must start where the
+    one before it ended. A gap or overlap is an error naming the batch, or with skip_corrupt one
+    counted entry, unless a corrupt batch skipped just before already explains it."""
+
+    def __init__(self, stats: ReadStats, skip_corrupt: bool) -> None:
+        self.stats = stats
+        self.skip_corrupt = skip_corrupt
+        self.expected = -1
+        self.corrupt = len(stats.corrupt)
+
+    def see(self, batch: LogBatch) -> None:
+        corrupt = self.stats.corrupt
+        if self.expected >= 0 and batch.base_offset != self.expected:
+            gap = (
+                "go backwards"
+                if batch.base_offset < self.expected
+                else f"skip {self.expected}..{batch.base_offset - 1}"
+            )
+            err = ReplayInputError(batch.source, batch.position, f"offsets {gap}: a segment overlaps or is missing")
+            if not self.skip_corrupt:
+                raise err
+            if len(corrupt) == self.corrupt:
+                corrupt.append(err.as_corrupt())
+        self.expected, self.corrupt = batch.last_offset + 1, len(corrupt)
 
 
 def trim_batch(batch: LogBatch, start_offset: int) -> LogBatch | None:
