@@ -4,7 +4,8 @@ Rules:
 - Everything binds to 127.0.0.1. Brokers are ZooKeeper-mode brokers with migration enabled that
   register with the endpoint by themselves (lifecycle.py); the controller is a KRaft controller
   driving them (kraft_controller requests, the registration epoch as broker epoch).
-- Registration events drive the SimController through membership.apply_event.
+- Registration events drive the SimController through membership.apply_event; a controller
+  that renounces (after an UNKNOWN_SERVER_ERROR) starts a new term with SimController.failover().
 - The harness records, per broker, what the controller handed to the channel (the body bytes, in
   order) and when the broker was removed, so invariants.py can check delivery, ordering and that
   nothing reached a removed broker. ``converged()`` compares every live broker's metadata cache
@@ -115,6 +116,8 @@ class SimCluster:
             ControllerConfig(cluster_id=config.cluster_id, metadata_version=config.metadata_version, migration_enabled=True,
                              session_timeout_ms=config.session_timeout_ms),
             on_events=self._on_events, leads_partitions=self._leads_partitions,
+            # re-elected after renouncing: the new term syncs the brokers, as after a failover
+            on_renounce=lambda _epoch: self.controller.failover(),
         )
         self.channel = AsyncControllerChannel(
             controller_id=config.controller_id, request_timeout_ms=config.request_timeout_ms, backoff_ms=config.backoff_ms,

@@ -8,7 +8,8 @@ Rules:
   brokers whose session expired, at the earliest expiry (checked at least every 100 ms).
 - Fault: ``stall(s)`` blocks the event queue for s seconds; a heartbeat kept waiting past half the
   heartbeat interval is answered REQUEST_TIMED_OUT (7). A handler exception answers -1 and the
-  controller renounces (ControllerState.renounce), as QuorumController does.
+  controller renounces (ControllerState.renounce), as QuorumController does; ``on_renounce(leader
+  epoch)`` then tells the caller that a new controller term began.
 - Every BrokerEvent (joined, bounced, fenced...) goes to ``on_events`` with the registration it
   concerns, on the loop's thread: that is how registrations feed a controller (cluster.py).
 """
@@ -49,11 +50,13 @@ class ControllerEndpoint(Served):
         host: str = "127.0.0.1",
         port: int = 0,
         on_events: Callable[[list[BrokerEvent]], None] | None = None,
+        on_renounce: Callable[[int], None] | None = None,
         leads_partitions: Callable[[int], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = ControllerState(config, leads_partitions=leads_partitions)
         self.on_events = on_events
+        self.on_renounce = on_renounce
         self.clock = clock
         self.events: list[BrokerEvent] = []
         self.server = FrameServer("controller", REGISTRATION_APIS, self._handle, host=host, port=port)
@@ -100,6 +103,7 @@ class ControllerEndpoint(Served):
         while (wait := self._stalled_until - self.clock()) > 0:
             await asyncio.sleep(wait)
         response: Message
+        leader_epoch = self.state.leader_epoch
         try:
             if isinstance(body, BrokerRegistrationRequest):
                 response, events = self.state.register(body, self.now_ms())
@@ -111,8 +115,10 @@ class ControllerEndpoint(Served):
             _log.exception("controller endpoint: error handling %s", type(body).__name__)
             self.state.renounce(self.now_ms())
             cls = BrokerRegistrationResponse if isinstance(body, BrokerRegistrationRequest) else BrokerHeartbeatResponse
-            return cls(error_code=Errors.UNKNOWN_SERVER_ERROR)
+            response, events = cls(error_code=Errors.UNKNOWN_SERVER_ERROR), []
         self._emit(events)
+        if self.state.leader_epoch != leader_epoch and self.on_renounce is not None:
+            self.on_renounce(self.state.leader_epoch)
         return response
 
     async def _fence_loop(self) -> None:

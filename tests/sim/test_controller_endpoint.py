@@ -255,3 +255,32 @@ def test_a_handler_bug_answers_unknown_server_error_and_the_controller_renounces
             await ep.stop()
 
     run(main)
+
+
+def test_unknown_server_error_starts_a_new_controller_term_that_resyncs_the_brokers() -> None:
+    """A registration with an unknown security protocol: -1, the controller renounces and is elected
+    again (kafka-broker-registration.md §2 step 7, QC:551-553); the new term (controller epoch + 1)
+    syncs every broker with FULL requests, and the brokers converge with the new epoch."""
+
+    async def main() -> None:
+        async with SimCluster(ClusterConfig(brokers=2, heartbeat_interval=0.05)) as c:
+            c.controller.create_topics({"foo": [[0, 1], [1, 0]]})
+            assert await c.quiesce(10)
+            epoch = c.controller.epoch
+            bad = BrokerRegistrationRequest(
+                broker_id=7, cluster_id=c.config.cluster_id, incarnation_id=uuid.UUID(int=7),
+                listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9, security_protocol=9)],
+                features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=21)],
+                rack=None, is_migrating_zk_broker=True, log_dirs=[uuid.UUID(int=(7 << 64) | 1000)])
+            async with await FrameClient.connect(c.endpoint.host, c.endpoint.port) as client:
+                _, r = await client.request(bad, 4)
+            assert (r.error_code, r.broker_epoch) == (-1, -1)
+            assert c.endpoint.state.leader_epoch == 2 and c.controller.epoch == epoch + 1
+            assert await c.quiesce(10)
+            for b in c.brokers.values():
+                last = {x.api_key: x.body for x in b.received}
+                assert last[4].type == 2 and last[4].controller_epoch == epoch + 1
+                assert b.state.controller_epoch == epoch + 1
+            assert all(c.converged().values()) and c.violations == []
+
+    run(main)
