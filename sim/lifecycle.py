@@ -4,7 +4,7 @@ Rules (kafka-broker-registration.md §6):
 - One communication in flight: register until it succeeds, then heartbeat. The registration
   epoch goes into the broker's state (``kraft_broker_epoch``), which the broker compares with
   the epoch of requests from a KRaft controller.
-- Any error code, time-out or disconnect: retry after an exponential back-off (100 ms, x2, capped
+- Any error code, time-out, disconnect or undecodable response: retry after an exponential back-off (100 ms, x2, capped
   at the session time-out, jitter 2 %). A heartbeat error retries the heartbeat; it never
   re-registers (3.9).
 - Heartbeat every ``heartbeat_interval`` seconds after a success; every 10 ms while STARTING
@@ -28,6 +28,7 @@ from ctrlbatch.requests import (
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    DecodeError,
     Feature,
     Listener,
 )
@@ -145,6 +146,10 @@ class BrokerLifecycle:
                 self._client = await FrameClient.connect(*self.controller, client_id=f"broker-{self.state_of().broker_id}")
             _header, response = await self._client.request(body, version, timeout=self.session_timeout)
             return response
+        except DecodeError as e:  # a controller that answers garbage: retried like a disconnect
+            _log.warning("%r: undecodable response (%s); retrying", self, e)
+            await self._disconnect()
+            return None
         except (TimeoutError, OSError, ConnectionError) as e:
             _log.info("%r: %s; retrying", self, e)
             await self._disconnect()

@@ -284,3 +284,36 @@ def test_unknown_server_error_starts_a_new_controller_term_that_resyncs_the_brok
             assert all(c.converged().values()) and c.violations == []
 
     run(main)
+
+
+def test_lifecycle_retries_after_an_undecodable_answer() -> None:
+    """A controller that answers garbage: the broker's lifecycle logs it, reconnects and tries again
+    (never a dead task)."""
+
+    async def main() -> None:
+        connections: list[int] = []
+
+        async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            connections.append(1)
+            head = await reader.readexactly(4)
+            await reader.readexactly(int.from_bytes(head, "big"))
+            writer.write(b"\x00\x00\x00\x02\xff\xff")  # two bytes: not even a correlation id
+            await writer.drain()
+            await reader.read()  # until the broker hangs up
+            writer.close()
+
+        server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        state = BrokerState(4, 100, migration_enabled=True)
+        lc = BrokerLifecycle(lambda: state, ("127.0.0.1", 9999), ("127.0.0.1", port), "c1")
+        lc.start()
+        try:
+            while len(connections) < 2:
+                await asyncio.sleep(0.01)
+            assert lc._task is not None and not lc._task.done() and lc.epoch is None
+        finally:
+            await lc.stop()
+            server.close()
+            await server.wait_closed()
+
+    run(main)
