@@ -80,7 +80,8 @@ def run_replay(log: Path, engine: str, out: Path) -> dict[str, Any]:
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stdout[-2000:]}\n{stderr[-4000:]}")
     summary = json.loads((out / "summary.json").read_text())
-    return {"seconds": seconds, "driver_rss_mib": peak / 1024, "rows": summary["rows"], "summary": summary["summary"]}
+    return {"seconds": seconds, "driver_rss_mib": peak / 1024, "rows": summary["rows"], "summary": summary["summary"],
+            "phases": summary.get("phases", {})}
 
 
 def main() -> None:
@@ -110,8 +111,10 @@ def main() -> None:
             engine = "local" if stage == "local" else "spark"
             print(f"{stage}: {engine} engine on {records:,} records ...", flush=True)
             r = run_replay(log, engine, Path(scratch) / "out")
-            print(f"  {r['seconds']:.1f} s, {r['rows']:,} rows, driver peak RSS {r['driver_rss_mib']:.0f} MiB", flush=True)
-            results[f"{engine}:{records}"] = {k: r[k] for k in ("seconds", "driver_rss_mib", "rows")} | {
+            phases = ", ".join(f"{k} {v:.1f} s" for k, v in r["phases"].items())
+            print(f"  {r['seconds']:.1f} s, {r['rows']:,} rows, driver peak RSS {r['driver_rss_mib']:.0f} MiB"
+                  f"{'; ' + phases if phases else ''}", flush=True)
+            results[f"{engine}:{records}"] = {k: r[k] for k in ("seconds", "driver_rss_mib", "rows", "phases")} | {
                 "summary": r["summary"], "loadavg": os.getloadavg()[0], "when": time.strftime("%Y-%m-%d %H:%M:%S")}
             results_file.write_text(json.dumps(results, indent=1))
     report(results, args.records, args.small, load_before)

@@ -85,6 +85,7 @@ class ReplayOutcome:
     rows: int
     seconds: float
     out: Path | None
+    phases: dict[str, float] = attrs.field(factory=dict)  # Spark: wall seconds per phase
 
     def __repr__(self) -> str:
         return f"ReplayOutcome({self.job.engine}, {self.rows:,} rows, {self.seconds:.1f} s)"
@@ -94,6 +95,7 @@ class ReplayOutcome:
             "job": self.job.describe(),
             "rows": self.rows,
             "seconds": round(self.seconds, 3),
+            "phases": {k: round(v, 3) for k, v in self.phases.items()},
             "read": self.stats.to_dict(),
             "summary": _summary_dict(self.summary),
         }
@@ -114,11 +116,12 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
     out = OutputDir(out_dir) if out_dir is not None else None
     start = time.monotonic()
     try:
+        phases: dict[str, float] = {}
         if job.engine == "local":
             summary, stats, rows = _run_local(job, history, out)
         else:
-            summary, stats, rows = _run_spark(job, out)
-        outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir)
+            summary, stats, rows = _run_spark(job, out, phases)
+        outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases)
         if out is not None:
             write_json(out.summary_path, outcome.to_dict())
             with Progress("drawing report.png", enabled=job.progress):
@@ -149,7 +152,7 @@ def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any
     return result.summary, history.stats, count
 
 
-def _run_spark(job: ReplayJob, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
+def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int]:
     from .spark_engine import HistorySource, replay_spark
     from .spark_progress import StageProgress
     from .spark_session import spark_session

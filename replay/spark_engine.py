@@ -31,7 +31,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -575,5 +575,3 @@ def replay_spark(
     groups.unpersist()
     return SparkReplay(summary, stats, rows, len(trailers), seconds)
 
-
-Engine = Literal["spark", "local"]

@@ -98,7 +98,7 @@ def test_timeline_counts_every_request_once(
     directory = tmp_path_factory.mktemp("timeline")
     half = len(rows) // 2  # two files: the scan must sum over both
     for i, part in enumerate((rows[:half], rows[half:])):
-        cols = list(zip(*part, strict=True)) if part else [[], [], []]
+        cols: list[tuple[int, ...]] = list(zip(*part, strict=True)) if part else [(), (), ()]
         pq.write_table(
             pa.table({"timestamp": pa.array(cols[0], pa.int64()), "broker": pa.array(cols[1], pa.int32()),
                       "bytes": pa.array(cols[2], pa.int64())}),
