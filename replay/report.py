@@ -81,6 +81,14 @@ def broker_timeline(requests_dir: Path, bins: int) -> BrokerTimeline:
     return BrokerTimeline(ordered, edges, requests.reshape(shape), sizes.reshape(shape))
 
 
+_UNITS = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
+
+
+def _byte_unit(largest: int) -> tuple[int, str]:
+    """The unit that shows ``largest`` as a number >= 1 (bytes below 1 KiB)."""
+    return next(((scale, name) for scale, name in _UNITS if largest >= scale), (1, "bytes"))
+
+
 def draw_report(timeline: BrokerTimeline, path: Path, *, title: str) -> None:
     """Write the three-panel PNG for ``timeline`` to ``path``."""
     import matplotlib
@@ -111,19 +119,24 @@ def draw_report(timeline: BrokerTimeline, path: Path, *, title: str) -> None:
     top.set_ylabel("requests (all brokers)")
     twin = top.twinx()
     centers = (x[:-1] + x[1:]) / 2
-    twin.plot(centers, total_bytes / 1e6, color="#DD8452", linewidth=1.4, label="MB")
-    twin.set_ylabel("MB (all brokers)")
+    scale, unit = _byte_unit(int(total_bytes.max()))
+    twin.plot(centers, total_bytes / scale, color="#DD8452", linewidth=1.4, label=unit)
+    twin.set_ylabel(f"{unit} (all brokers)")
+    n_brokers = len(timeline.brokers)
+    all_scale, all_unit = _byte_unit(int(total_bytes.sum()))
     top.set_title(
-        f"{int(total_req.sum()):,} requests, {total_bytes.sum() / 1e6:,.2f} MB to {len(timeline.brokers)} brokers",
+        f"{int(total_req.sum()):,} requests, {total_bytes.sum() / all_scale:,.2f} {all_unit} "
+        f"to {n_brokers} broker{'s' if n_brokers != 1 else ''}",
         fontsize=10,
     )
     handles = top.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
-    top.legend(handles, ["requests", "MB"], loc="upper left", fontsize=9)
+    top.legend(handles, ["requests", unit], loc="upper left", fontsize=9)
     n = len(timeline.brokers)
     extent = (x[0], x[-1], -0.5, n - 0.5)
+    cell_scale, cell_unit = _byte_unit(int(timeline.bytes.max()))
     for ax, grid, label in (
         (axes[1], timeline.requests, "requests"),
-        (axes[2], timeline.bytes / 1e3, "kB"),
+        (axes[2], timeline.bytes / cell_scale, cell_unit),
     ):
         image = ax.imshow(
             np.ma.masked_equal(grid, 0), aspect="auto", origin="lower", extent=extent,
