@@ -115,16 +115,17 @@ def check_result(doc: Any, where: str) -> None:
     if not isinstance(doc["figures"], list) or not doc["figures"]:
         raise ValueError(f"{where}: 'figures' must be a non-empty list")
     for i, fig in enumerate(doc["figures"]):
-        if not isinstance(fig, dict) or FIGURE_KEYS - fig.keys():
-            raise ValueError(f"{where}: figures[{i}] lacks keys {sorted(FIGURE_KEYS - set(fig or ()))}")
+        missing = FIGURE_KEYS - (fig.keys() if isinstance(fig, dict) else set())
+        if missing:
+            raise ValueError(f"{where}: figures[{i}] lacks keys {sorted(missing)}")
         if not isinstance(fig["value"], int | float) or not isinstance(fig["what"], str):
             raise ValueError(f"{where}: figures[{i}] needs a string 'what' and a number 'value'")
 
 
-def load_results(directory: Path = RESULTS) -> list[dict[str, Any]]:
-    """Every results JSON in `directory`, checked, in BENCHMARKS order (others after, by name)."""
+def load_results(directory: Path | None = None) -> list[dict[str, Any]]:
+    """Every results JSON in `directory` (RESULTS by default), checked, in BENCHMARKS order (others after)."""
     docs = []
-    for path in sorted(directory.glob("*.json")):
+    for path in sorted((directory or RESULTS).glob("*.json")):
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as e:
@@ -145,7 +146,7 @@ def _ordered(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def num(v: float) -> str:
     """A number as the table shows it: about three significant digits, thousands separated."""
     a = abs(v)
-    for bound, fmt in ((1000, ",.0f"), (100, ".0f"), (10, ".1f"), (1, ".2f")):
+    for bound, fmt in ((1000, ",.0f"), (100, ".0f"), (10, ".1f"), (1, ".2f"), (0.01, ".3f")):
         if a >= bound:
             return format(v, fmt)
     return format(v, ".3g")
@@ -187,8 +188,8 @@ def render(docs: Sequence[dict[str, Any]]) -> str:
     lines = [
         f"Measured by `python benchmarks/figures.py run` on {days}, {starts[0][11:16]}-{ends[-1][11:16]} UTC, "
         f"Python {pythons}, {cpus} CPUs shared with other work (1-minute load average "
-        f"{num(min(loads))}-{num(max(loads))} during the runs); value: median (min-max); "
-        "each benchmark's figures and options are in `benchmarks/results/`.",
+        f"{num(min(loads))}-{num(max(loads))} during the runs). ctrlbatch: the median (min-max) "
+        "where a figure is measured several times; each benchmark's figures and options are in `benchmarks/results/`.",
         "",
         "| what | ctrlbatch | peer, same run | ratio | target |",
         "|---|---|---|---|---|",
