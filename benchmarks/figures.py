@@ -99,7 +99,7 @@ def write_results(path: str | None, benchmark: str, figures: Iterable[Figure], o
         "options": {k: v for k, v in sorted(options.items()) if k != "json"},
         "figures": [attrs.asdict(f) for f in figures],
     }
-    Path(path).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    Path(path).write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")  # str: Path options
 
 
 # ---------------------------------------------------------------------------- reading and checking

@@ -170,10 +170,10 @@ def test_readme_command_rewrites_then_checks(tmp_path: Path, monkeypatch: pytest
 def test_write_results_round_trip(tmp_path: Path) -> None:
     fig = figures.Figure(what="w", value=2.0, unit="s", min=1.0, median=2.0, max=3.0, peer="p", peer_value=4.0,
                          ratio=0.5, ratio_of="medians", target="<= 1x", met=True)
-    figures.write_results(str(tmp_path / "b.json"), "b", [fig], {"runs": 3, "json": "ignored"})
+    figures.write_results(str(tmp_path / "b.json"), "b", [fig], {"runs": 3, "json": "ignored", "cache": Path("/c")})
     figures.write_results(None, "c", [fig], {})
     [doc] = figures.load_results(tmp_path)
-    assert doc["benchmark"] == "b" and doc["options"] == {"runs": 3}
+    assert doc["benchmark"] == "b" and doc["options"] == {"cache": "/c", "runs": 3}
     assert doc["figures"] == [{k: getattr(fig, k) for k in figures.FIGURE_KEYS}]
 
 
