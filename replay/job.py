@@ -8,6 +8,7 @@ after every part is written (``OutputDir``), so a failed run leaves no DIR behin
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -158,7 +159,11 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
     from .spark_session import spark_session
 
     spark = spark_session(job.master)
-    source = HistorySource(job.path, job.from_snapshot, job.skip_corrupt)
+    # Absolute paths: executors of a cluster do not run in the driver's working directory.
+    snapshot = job.from_snapshot
+    if snapshot is not None and snapshot != "newest":
+        snapshot = os.path.abspath(snapshot)
+    source = HistorySource(os.path.abspath(job.path), snapshot, job.skip_corrupt)
     with StageProgress(spark, enabled=job.progress):
         result = replay_spark(
             spark,
@@ -169,6 +174,7 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
             with_frames=job.with_frames,
             unit_bytes=job.unit_bytes,
         )
+    phases.update(result.seconds)
     return result.summary, result.stats, result.rows
 
 
