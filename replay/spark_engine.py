@@ -39,7 +39,7 @@ from ctrlbatch.cli import CommandError
 from ctrlbatch.requests import request_head
 
 from .deltas import Delta, group_deltas
-from .errors import ReadStats, ReplayInputError
+from .errors import ReadStats
 from .image import EMPTY_IMAGE, MetadataImage, apply_delta
 from .records import LEADER_CHANGE, LogBatch
 from .sources import History, open_history
@@ -84,18 +84,20 @@ class Unit:
     image: MetadataImage
     leader_batch: LogBatch | None
     with_snapshot: bool  # unit 0 of a history with a snapshot: it rebuilds the image and takes the image path
+    expected_offset: int = -1  # the first offset this unit must start with (-1: unit 0)
 
     def __repr__(self) -> str:
         return f"Unit({self.index}, {self.start} .. {self.stop}, image offset {self.image.offset})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Ship the image as plain tuples: pickling 10^5 attrs objects costs seconds, tuples do not."""
-        return (_unit, (self.index, self.start, self.stop, pack_image(self.image), self.leader_batch, self.with_snapshot))
+        return (_unit, (self.index, self.start, self.stop, pack_image(self.image), self.leader_batch,
+                        self.with_snapshot, self.expected_offset))
 
 
 def _unit(index: int, start: Position | None, stop: Position | None, image: tuple[Any, ...],
-          leader_batch: LogBatch | None, with_snapshot: bool) -> Unit:
-    return Unit(index, start, stop, unpack_image(image), leader_batch, with_snapshot)
+          leader_batch: LogBatch | None, with_snapshot: bool, expected_offset: int) -> Unit:
+    return Unit(index, start, stop, unpack_image(image), leader_batch, with_snapshot, expected_offset)
 
 
 def _field_names(cls: type) -> tuple[str, ...]:
@@ -163,34 +165,28 @@ class SparkReplay:
 
 
 def _segment_batches(
-    history: History, start: Position | None, stop: Position | None, stats: ReadStats
+    history: History, start: Position | None, stop: Position | None, stats: ReadStats, expected_offset: int = -1
 ) -> Iterator[LogBatch]:
     """The log batches of history in [start, stop), read, checked, trimmed and counted exactly
-    as History.batches() does for the whole log (the offset-gap check runs inside the range;
-    the planning pass runs it over the whole log)."""
+    as History.batches() does for the whole log; ``expected_offset`` is where the batch before
+    the range ended (+1), so the dense-offset check also holds across unit boundaries."""
     from .segments import count_batch, read_segment
-    from .sources import trim_batch
+    from .sources import OffsetCheck, trim_batch
 
     segments = history.segments
     first = start[0] if start else 0
     last = stop[0] if stop else len(segments) - 1
     begin_offset = history.start_offset
     seen = ReadStats(corrupt=stats.corrupt, unprinted=stats.unprinted)  # what is read; stats: what is yielded
-    expected, corrupt = -1, len(stats.corrupt)
+    dense = OffsetCheck(stats, history.skip_corrupt)
+    dense.expected = expected_offset
     for i in range(first, last + 1):
         pos = start[1] if start and i == start[0] else 0
         end = stop[1] if stop and i == stop[0] else None
         if end is not None and end <= pos:
             continue
         for batch in read_segment(segments[i], skip_corrupt=history.skip_corrupt, stats=seen, start=pos, stop=end):
-            if expected >= 0 and batch.base_offset != expected:
-                gap = "go backwards" if batch.base_offset < expected else f"skip {expected}..{batch.base_offset - 1}"
-                err = ReplayInputError(batch.source, batch.position, f"offsets {gap}: a segment overlaps or is missing")
-                if not history.skip_corrupt:
-                    raise err
-                if len(stats.corrupt) == corrupt:
-                    stats.corrupt.append(err.as_corrupt())
-            expected, corrupt = batch.last_offset + 1, len(stats.corrupt)
+            dense.see(batch)
             trimmed = trim_batch(batch, begin_offset)
             if trimmed is None:
                 continue
@@ -221,29 +217,38 @@ def _snapshot_image(history: History, counted: Any = None) -> tuple[MetadataImag
 
 
 class _Tracker:
-    """Feeds batches to group_deltas while remembering where each one is (segment, position)."""
+    """Feeds batches to group_deltas, remembering the last one and the last LeaderChange."""
 
-    def __init__(self, batches: Iterable[LogBatch], segment_index: dict[str, int]) -> None:
+    def __init__(self, batches: Iterable[LogBatch]) -> None:
         self._batches = iter(batches)
-        self._segment_index = segment_index
         self.current: LogBatch | None = None
         self.last_leader: LogBatch | None = None
-        self.on_next: Any = None  # called with the position of the next batch pulled, once
 
     def __iter__(self) -> Iterator[LogBatch]:
         for batch in self._batches:
-            if self.on_next is not None:
-                hook, self.on_next = self.on_next, None
-                hook((self._segment_index[batch.source], batch.position))
             self.current = batch
             if _is_leader_change(batch):
                 self.last_leader = batch
             yield batch
 
 
+_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength: a batch is batchLength + 12 bytes
+
+
+def _end_of(batch: LogBatch, segment: int, sizes: list[int]) -> Position:
+    """The position right after ``batch`` (the next segment's start when it ends its file), so
+    the next unit also reads whatever lies between two good batches (a corrupt one, skipped)."""
+    with open(batch.source, "rb") as f:
+        f.seek(batch.position)
+        _base, length = _PREFIX.unpack(f.read(_PREFIX.size))
+    end = batch.position + length + _PREFIX.size
+    return (segment + 1, 0) if end >= sizes[segment] and segment + 1 < len(sizes) else (segment, end)
+
+
 def plan_units(source: HistorySource, coalesce: int, unit_bytes: int, max_units: int) -> Iterator[tuple[int, Unit]]:
     """Walk the history once (apply only) and cut it into at most ``max_units`` units of about
-    ``unit_bytes`` input bytes each."""
+    ``unit_bytes`` input bytes each, right after a batch that ends a delta (no transaction open,
+    no --coalesce group pending)."""
     history = source.open()
     with_snapshot = history.snapshot is not None
     if history.kind in _TEXT_KINDS or not history.segments:
@@ -253,32 +258,24 @@ def plan_units(source: HistorySource, coalesce: int, unit_bytes: int, max_units:
     sizes = [os.path.getsize(s) for s in history.segments]
     before = [sum(sizes[:i]) for i in range(len(sizes))]
     index = {s: i for i, s in enumerate(history.segments)}
-    tracker = _Tracker(history.batches(), index)
-    pending: dict[str, Any] = {"index": 0, "start": None, "image": image, "leader": None, "snapshot": with_snapshot}
+    tracker = _Tracker(history.batches())
+    start: Position | None = None
+    start_image, start_leader, start_expected = image, None, -1
+    count = 0
     next_cut = unit_bytes
-    out: list[tuple[int, Unit]] = []
-
-    def cut(position: Position) -> None:
-        unit = Unit(pending["index"], pending["start"], position, pending["image"], pending["leader"], pending["snapshot"])
-        out.append((unit.index, unit))
-        pending.update(index=unit.index + 1, start=position, image=cut_image, leader=leader_at_cut, snapshot=False)
-
-    cut_image = image
-    leader_at_cut: LogBatch | None = None
     for delta in group_deltas(tracker, coalesce):
         image = _advance(image, delta)
         batch = tracker.current
         assert batch is not None
-        done = before[index[batch.source]] + batch.position
-        if delta.last_offset == batch.last_offset and done >= next_cut and pending["index"] + 1 < max_units:
-            cut_image, leader_at_cut = image, tracker.last_leader
-            tracker.on_next = cut
+        segment = index[batch.source]
+        done = before[segment] + batch.position
+        if delta.last_offset == batch.last_offset and done >= next_cut and count + 1 < max_units:
+            stop = _end_of(batch, segment, sizes)
+            yield count, Unit(count, start, stop, start_image, start_leader, with_snapshot and count == 0, start_expected)
+            count += 1
+            start, start_image, start_leader, start_expected = stop, image, tracker.last_leader, batch.last_offset + 1
             next_cut = done + unit_bytes
-        if out:
-            yield out.pop()
-    yield pending["index"], Unit(
-        pending["index"], pending["start"], None, pending["image"], pending["leader"], pending["snapshot"]
-    )
+    yield count, Unit(count, start, None, start_image, start_leader, with_snapshot and count == 0, start_expected)
 
 
 def _advance(image: MetadataImage, delta: Delta) -> MetadataImage:
@@ -373,7 +370,7 @@ def run_unit(source: HistorySource, options: Any, coalesce: int, unit: Unit) -> 
     if history.kind in _TEXT_KINDS or not history.segments:
         batches: Iterable[LogBatch] = history.batches()
     else:
-        batches = _segment_batches(history, unit.start, unit.stop, stats)
+        batches = _segment_batches(history, unit.start, unit.stop, stats, unit.expected_offset)
     batches = counted(batches)
     if unit.leader_batch is not None:
         batches = _prepend(unit.leader_batch, batches)

@@ -163,3 +163,26 @@ def test_bad_arguments_are_named(spark: Any, sample_dir: Path) -> None:
         replay_spark(spark, HistorySource(str(sample_dir)), ReplayOptions(), coalesce=0)
     with pytest.raises(ValueError, match="unit_bytes"):
         replay_spark(spark, HistorySource(str(sample_dir)), ReplayOptions(), unit_bytes=0)
+
+
+def test_corrupt_batches_at_unit_boundaries_are_counted_once(spark: Any, tmp_path: Path) -> None:
+    """Cuts fall right after a good batch: a corrupt batch just after a cut belongs to the next
+    unit, so with --skip-corrupt every skipped batch is reported exactly as the sequential reader does."""
+    from ctrlbatch.replay.segments import read_segment, scan_batches
+
+    generate_log(tmp_path / "data", brokers=3, topics=3, partitions=9, records=900, seed=4)
+    segment = sorted((tmp_path / "data" / "__cluster_metadata-0").glob("*.log"))[0]
+    raw = bytearray(segment.read_bytes())
+    noop_only = {b.position for b in read_segment(segment) if not b.control and not b.records}
+    victims = [p for p in scan_batches(segment) if p.position in noop_only][5::2]  # the replay stays valid
+    for p in victims:
+        raw[p.position + p.length - 1] ^= 0x01
+    segment.write_bytes(bytes(raw))
+    source = HistorySource(str(tmp_path / "data"), skip_corrupt=True)
+    rows, summary, stats = local_answer(source, ReplayOptions())
+    assert len(victims) > 20 and len(stats["corrupt"]) == len(victims)
+    starts = {u.start[1] for _, u in plan_units(source, 1, 400, 64) if u.start is not None}
+    assert starts & {p.position for p in victims}, "some unit starts right at a corrupt batch"
+    got_rows, got_summary, got_stats, result = spark_answer(spark, source, ReplayOptions(), tmp_path / "r", unit_bytes=400)
+    assert result.units > 10
+    assert (got_rows, got_summary, got_stats) == (rows, summary, stats)
