@@ -56,7 +56,7 @@ ROWS_PER_CHUNK = 65_536  # rows per Arrow table written
 _BROKER_EPOCH = struct.Struct(">q")  # the brokerEpoch field inside a shared body (batch/builders.py)
 UNITS_PER_CORE = 8  # several units per core even out units of uneven cost
 MIN_UNIT_BYTES = 256 << 10
-MAX_UNIT_BYTES = 64 << 20  # bounds a unit's memory on huge logs
+MAX_UNIT_BYTES = 8 << 20  # bounds a unit's output (about 7x its input) on huge logs
 MAX_UNITS = 64  # tasks cost ~10-50 ms each and a unit carries an image: a few dozen are plenty
 _TEXT_KINDS = ("jsonl", "dump")
 Position = tuple[int, int]  # (segment index, byte position in that segment)
@@ -543,7 +543,7 @@ def replay_spark(
     count = min(MAX_UNITS, _total_bytes(history) // unit_bytes + 1)
     plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
     routed = plans.partitionBy(count, lambda k: k).values()
-    groups = routed.flatMap(lambda unit: run_unit(source, options, coalesce, unit)).persist(StorageLevel.MEMORY_AND_DISK)
+    groups = routed.flatMap(lambda unit: run_unit(source, options, coalesce, unit)).persist(StorageLevel.DISK_ONLY)
     with _executor_errors():
         trailers = groups.mapPartitions(_last).collect()  # groups are small: the fan-out is not expanded yet
     seconds["plan+replay"], clock = time.monotonic() - clock, time.monotonic()

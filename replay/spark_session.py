@@ -41,6 +41,7 @@ SESSION_CONF: dict[str, str] = {
 LOCAL_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
+    "spark.driver.memory": "2g",  # local mode: the executors live in this JVM (the default 1g ran out on 10M records)
 }
 
 _LOG4J = """\
