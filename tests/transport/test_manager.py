@@ -7,7 +7,6 @@ responder's per-request plan (tests/transport/conftest.py).
 from __future__ import annotations
 
 import contextlib
-
 import logging
 import threading
 
