@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/replay_bench.py                      # 10M and 1M records (hours on 2 cores)
     .venv/bin/python benchmarks/replay_bench.py --records 1000000 --small 100000
     .venv/bin/python benchmarks/replay_bench.py --records 10000000 --only spark   # one stage at a time
+    .venv/bin/python benchmarks/replay_bench.py ... --json benchmarks/results/replay_bench.json   # also the figures as JSON
 
 What it does, in one run: generate (or reuse, cached under --cache keyed by the parameters) a
 log of --records records with the generator's default mix (100 brokers, 50,000 partitions by
@@ -30,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from figures import Figure, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = Path(sys.executable)
@@ -95,6 +98,7 @@ def main() -> None:
     ap.add_argument("--only", choices=["generate", "local", "spark", "spark-small"], action="append",
                     help="run only these stages (repeatable); results of earlier runs are reused")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ctrlbatch-replay-bench")
+    ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
     stages = set(args.only or ["generate", "local", "spark", "spark-small"])
     args.cache.mkdir(parents=True, exist_ok=True)
@@ -117,10 +121,14 @@ def main() -> None:
             results[f"{engine}:{records}"] = {k: r[k] for k in ("seconds", "driver_rss_mib", "rows", "phases")} | {
                 "summary": r["summary"], "loadavg": os.getloadavg()[0], "when": time.strftime("%Y-%m-%d %H:%M:%S")}
             results_file.write_text(json.dumps(results, indent=1))
-    report(results, args.records, args.small, load_before)
+    figures = report(results, args.records, args.small, load_before)
+    measured = {k: {"when": v.get("when"), "loadavg": v.get("loadavg")} for k, v in sorted(results.items())}
+    write_results(args.json, "replay_bench", figures, vars(args) | {"measured": measured})
 
 
-def report(results: dict[str, Any], big: int, small: int, load_before: tuple[float, float, float]) -> None:
+def report(results: dict[str, Any], big: int, small: int, load_before: tuple[float, float, float]) -> list[Figure]:
+    """Print the figures; return them for --json."""
+    figures = []
     local, spark, spark_small = (results.get(k) for k in (f"local:{big}", f"spark:{big}", f"spark:{small}"))
     print(f"\nreplay benchmark: {big:,} vs {small:,} records (load average before {load_before[0]:.1f}, "
           f"now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
@@ -132,13 +140,32 @@ def report(results: dict[str, Any], big: int, small: int, load_before: tuple[flo
               f"driver {spark_small['driver_rss_mib']:6.0f} MiB")
     if local and spark:
         same = local["summary"] == spark["summary"] and local["rows"] == spark["rows"]
-        print(f"  spark is {local['seconds'] / spark['seconds']:.2f}x the sequential speed (target >= 1.7); "
+        speed = local['seconds'] / spark['seconds']
+        print(f"  spark is {speed:.2f}x the sequential speed (target >= 1.7); "
               f"same summary and row count: {same}")
+        figures.append(Figure(
+            what=f"replay of {big:,} records, Spark local[2] (same summary and rows as sequential: {same})",
+            value=spark["seconds"], unit="s", peer="sequential engine", peer_value=local["seconds"], ratio=speed,
+            ratio_of="speed-up", target="speed-up >= 1.7x", met=speed >= 1.7,
+        ))
     if spark and spark_small:
-        print(f"  spark time({big:,}) / time({small:,}) = {spark['seconds'] / spark_small['seconds']:.2f} "
+        scaling = spark['seconds'] / spark_small['seconds']
+        memory = spark['driver_rss_mib'] / spark_small['driver_rss_mib']
+        tenfold = (big, small) == (10_000_000, 1_000_000)  # the target is for 10M vs 1M
+        print(f"  spark time({big:,}) / time({small:,}) = {scaling:.2f} "
               f"(records x{big / small:.0f}; target <= 11 for 10M/1M)")
         print(f"  driver memory {spark_small['driver_rss_mib']:.0f} MiB -> {spark['driver_rss_mib']:.0f} MiB "
-              f"(x{spark['driver_rss_mib'] / spark_small['driver_rss_mib']:.2f}; flat = about 1)")
+              f"(x{memory:.2f}; flat = about 1)")
+        figures.append(Figure(
+            what=f"Spark replay time, {big:,} records (x{big / small:.0f} the records)", value=spark["seconds"],
+            unit="s", peer=f"{small:,} records", peer_value=spark_small["seconds"], ratio=scaling,
+            target="ratio <= 11x" if tenfold else None, met=scaling <= 11 if tenfold else None,
+        ))
+        figures.append(Figure(
+            what=f"Spark driver peak RSS, {big:,} records (flat = about 1x)", value=spark["driver_rss_mib"],
+            unit="MiB", peer=f"{small:,} records", peer_value=spark_small["driver_rss_mib"], ratio=memory,
+        ))
+    return figures
 
 
 if __name__ == "__main__":
