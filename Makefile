@@ -36,18 +36,16 @@ test: java $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/pytest
 
-# Speed and memory targets, each against a peer or baseline measured in the same run.
+# Speed and memory targets, each against a peer or baseline measured in the same run; the figures
+# go to benchmarks/results/*.json and README.md's table is rendered from them.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/codec_bench.py
-	$(BIN)/python benchmarks/rejected_frame_bench.py
-	$(BIN)/python benchmarks/failover_bench.py
-	$(BIN)/python benchmarks/small_batch_bench.py
-	$(BIN)/python benchmarks/channel_bench.py
-	$(BIN)/python benchmarks/sim_bench.py
+	$(BIN)/python benchmarks/figures.py run
+	$(BIN)/python benchmarks/figures.py readme
 
-# The Spark replay at 1M and 10M records (generates its logs under /tmp first; tens of minutes).
+# The Spark replay at 1M and 10M generated records (the logs are generated under /tmp first; long).
 bench-replay: java $(STAMP)
-	$(BIN)/python benchmarks/replay_bench.py
+	$(BIN)/python benchmarks/figures.py run --with-replay replay_bench
+	$(BIN)/python benchmarks/figures.py readme
 
 clean:
 	rm -rf $(VENV) build *.egg-info .hypothesis $(OUT) spark-warehouse
