@@ -8,7 +8,7 @@
 What it does, in one run: generate (or reuse, cached under --cache keyed by the parameters) a
 log of --records records with the generator's default mix (100 brokers, 50,000 partitions by
 default) and one of --small records; run ``ctrlbatch replay`` on each as a separate process:
-the sequential engine on the big log, the Spark engine (--master local[2]) on both. Each run
+the Spark engine (--master local[2]) on both, then the sequential engine on the big log. Each run
 writes its full output (Parquet, summary.json, report.png) to a scratch directory. Measured:
 wall time of the process, and the peak RSS of the driver Python process (VmHWM from /proc,
 polled; the JVM and Python workers are other processes). Printed: the times, spark/sequential
@@ -107,7 +107,8 @@ def main() -> None:
     load_before = os.getloadavg()
     big = log_dir(args.cache, args.records, args)
     small = log_dir(args.cache, args.small, args)
-    plan = [("local", big, args.records), ("spark", big, args.records), ("spark-small", small, args.small)]
+    # Spark first: a failure there (memory, a straggler) shows before the long sequential run.
+    plan = [("spark", big, args.records), ("spark-small", small, args.small), ("local", big, args.records)]
     for stage, log, records in plan:
         if stage not in stages:
             continue

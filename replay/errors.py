@@ -9,8 +9,8 @@ Both survive pickling (the Spark engine ships them between processes).
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Literal
+from collections import Counter, deque
+from typing import Any, Literal
 
 import attrs
 
@@ -22,6 +22,33 @@ Unit = Literal["byte", "line"]
 def where(source: str, position: int, unit: Unit) -> str:
     """'<file>, byte offset 123' or '<file>, line 7': how errors and reports name a place."""
     return f"{source}, {'byte offset' if unit == 'byte' else 'line'} {position}"
+
+
+class BatchTrail:
+    """Where the last batches read came from (a bounded window: the batches of the delta being
+    replayed), so that a record the replay refuses is named by file and byte offset (or line)
+    like an input error. One tuple per batch: about 0.1 us, next to the 20 us of reading it."""
+
+    __slots__ = ("_recent", "unit")
+
+    def __init__(self, unit: Unit, size: int = 4096) -> None:
+        self._recent: deque[tuple[int, int, str, int]] = deque(maxlen=size)
+        self.unit: Unit = unit
+
+    def see(self, batch: Any) -> None:
+        self._recent.append((batch.base_offset, batch.last_offset, batch.source, batch.position))
+
+    def where(self, offset: int | None) -> str | None:
+        """'<file>, byte offset N (the batch of offsets a-b)' for the batch holding offset, or
+        None when it has left the window (the caller then names the input as a whole)."""
+        if offset is None:
+            return None
+        for base, last, source, position in reversed(self._recent):
+            if base <= offset <= last:
+                if source.startswith("<") and source.endswith(">"):  # a text input's batch: "<jsonl:PATH>"
+                    source = source[1:-1].partition(":")[2]
+                return f"{where(source, position, self.unit)} (the batch of offsets {base}-{last})"
+        return None
 
 
 class ReplayInputError(CommandError):

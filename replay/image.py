@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -490,6 +491,19 @@ _REPLAY: dict[int, Callable[[_Delta, Any], None]] = {
 }
 
 
+_NOTHING: Mapping[Any, Any] = MappingProxyType({})
+_NO_CHANGES = DeltaChanges(changed_brokers=_NOTHING, deleted_topics=_NOTHING, changed_topics=_NOTHING)
+
+
+def _moved(image: MetadataImage, offset: int | None, epoch: int | None) -> MetadataImage:
+    if (offset is None or offset == image.offset) and (epoch is None or epoch == image.epoch):
+        return image
+    return MetadataImage(
+        image.brokers, image.topics, image.topic_ids_by_name, image.metadata_version,
+        image.offset if offset is None else offset, image.epoch if epoch is None else epoch,
+    )
+
+
 def apply_delta(
     image: MetadataImage, records: Iterable[Any], *, offset: int | None = None, epoch: int | None = None
 ) -> tuple[MetadataImage, DeltaChanges]:
@@ -497,6 +511,8 @@ def apply_delta(
     MetadataDelta; the new image takes ``offset`` and ``epoch`` (default: the old ones)."""
     if not isinstance(image, MetadataImage):
         raise TypeError(f"image: expected a MetadataImage, got {type(image).__name__}")
+    if records == ():  # a NoOp-only delta (half of a real log): nothing to replay, only the provenance moves
+        return _moved(image, offset, epoch), _NO_CHANGES
     delta = _Delta(image)
     for record in records:
         t = record.type

@@ -9,6 +9,8 @@ Rules:
 - Each delivered request becomes a row (rows.request_row) in send order; ``seq`` counts per
   broker from 0 over the whole replay, and is the frame's correlation id. Dropped requests
   are counted per API, not rowed.
+- A record the replay refuses (MetadataReplayError) is named by the file and byte offset (or
+  line) of its batch, as input errors are (errors.BatchTrail).
 - Rows are produced lazily (an iterator): memory stays flat in the log size. The summary is
   complete once the rows are exhausted; ``ReplayResult.image`` is then the final image.
 """
@@ -21,6 +23,7 @@ from typing import Any, Protocol
 import attrs
 
 from .deltas import Delta, group_deltas
+from .errors import BatchTrail
 from .image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
 from .propagator import ReplayOptions, Send, propagate_delta, propagate_image
 from .records import SNAPSHOT_HEADER
@@ -104,9 +107,11 @@ def replay_local(
         raise ValueError(f"coalesce: expected an integer >= 1, got {coalesce!r}")
     summary = ReplaySummary()
     result = ReplayResult(iter(()), summary)
+    trail = BatchTrail("line" if getattr(history, "kind", "log") in ("jsonl", "dump") else "byte")
 
     def counted(batches: Iterable[Any]) -> Iterator[Any]:
         for b in batches:
+            trail.see(b)
             summary.count_batch(b)
             if progress is not None:
                 progress.advance(1)
@@ -131,7 +136,7 @@ def replay_local(
         try:
             yield from run()
         except MetadataReplayError as e:
-            raise e.with_source(str(history.source)) from None
+            raise e.with_source(trail.where(e.offset) or str(history.source)) from None
 
     result.rows = guarded()
     return result

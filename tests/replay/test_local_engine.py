@@ -221,13 +221,39 @@ def test_summaries_merge_additively_and_round_trip_through_json() -> None:
     check()
 
 
-def test_a_record_the_replay_refuses_stops_it_naming_the_input_and_offset(tmp_path: Path) -> None:
+def refused_log(directory: Path) -> tuple[Path, int]:
+    """A segment whose second batch (offset 1) changes a partition nobody created; returns the
+    segment and that batch's byte position."""
+    directory.mkdir(parents=True)
+    bad = rec(PARTITION_CHANGE_RECORD, partition_id=0, topic_id=uuid.UUID(int=77), isr=[1])
+    first = encode_batch(0, 1, 5, [register(1, 0)])
+    segment = directory / "00000000000000000000.log"
+    segment.write_bytes(first + encode_batch(1, 1, 6, [bad]))
+    return segment, len(first)
+
+
+def test_a_record_the_replay_refuses_stops_it_naming_the_file_byte_and_offset(tmp_path: Path) -> None:
     from ctrlbatch.replay.image import MetadataReplayError
 
-    directory = tmp_path / "__cluster_metadata-0"
-    directory.mkdir()
-    bad = rec(PARTITION_CHANGE_RECORD, partition_id=0, topic_id=uuid.UUID(int=77), isr=[1])
-    (directory / "00000000000000000000.log").write_bytes(encode_batch(0, 1, 5, [register(1, 0)]) + encode_batch(1, 1, 6, [bad]))
-    result = replay_local(open_history(str(directory)), ReplayOptions())
-    with pytest.raises(MetadataReplayError, match=rf"^{directory}: record at offset 1 \(PARTITION_CHANGE_RECORD v0\)"):
+    segment, position = refused_log(tmp_path / "__cluster_metadata-0")
+    result = replay_local(open_history(str(segment.parent)), ReplayOptions())
+    with pytest.raises(MetadataReplayError) as info:
+        result.drain()
+    assert str(info.value).startswith(
+        f"{segment}, byte offset {position} (the batch of offsets 1-1): record at offset 1 (PARTITION_CHANGE_RECORD v0): "
+        "partition 0 of topic id"
+    )
+
+
+def test_a_refused_record_in_json_lines_is_named_by_its_line(tmp_path: Path) -> None:
+    from ctrlbatch.replay.image import MetadataReplayError
+
+    path = tmp_path / "records.jsonl"
+    path.write_text(
+        '{"offset": 0, "type": "TOPIC_RECORD", "version": 0, "data": {"name": "a", "topicId": "AAAAAAAAAAAAAAAAAAAAAQ"}}\n'
+        '{"offset": 1, "type": "REMOVE_TOPIC_RECORD", "version": 0, "data": {"topicId": "AAAAAAAAAAAAAAAAAAAAAg"}}\n'
+    )
+    result = replay_local(open_history(str(path)), ReplayOptions())
+    with pytest.raises(MetadataReplayError, match=rf"^{path}, line 2 \(the batch of offsets 1-1\): record at offset 1 "
+                       r"\(REMOVE_TOPIC_RECORD v0\): Unable to delete topic"):
         result.drain()
