@@ -162,9 +162,21 @@ def report(results: dict[str, Any], big: int, small: int, load_before: tuple[flo
             unit="s", peer=f"{small:,} records", peer_value=spark_small["seconds"], ratio=scaling,
             target="ratio <= 11x" if tenfold else None, met=scaling <= 11 if tenfold else None,
         ))
+        work = spark["summary"]["totals"]["partitions"] / spark_small["summary"]["totals"]["partitions"]
+        per_work = scaling / work
+        print(f"  the work grows x{work:.1f} (partition states in the requests; the small log spends more of itself "
+              f"creating topics): time per partition state x{per_work:.2f} (linear = 1)")
+        figures.append(Figure(
+            what=f"Spark replay time per partition state sent, {big:,} vs {small:,} records (linear = 1x)",
+            value=spark["seconds"] / spark["summary"]["totals"]["partitions"] * 1e9, unit="s per 1e9 states",
+            peer=f"{small:,} records",
+            peer_value=spark_small["seconds"] / spark_small["summary"]["totals"]["partitions"] * 1e9,
+            ratio=per_work,
+        ))
         figures.append(Figure(
             what=f"Spark driver peak RSS, {big:,} records (flat = about 1x)", value=spark["driver_rss_mib"],
             unit="MiB", peer=f"{small:,} records", peer_value=spark_small["driver_rss_mib"], ratio=memory,
+            target="flat: ratio <= 1.1x", met=memory <= 1.1,
         ))
     return figures
 

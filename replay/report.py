@@ -39,7 +39,11 @@ def _batches(requests_dir: Path) -> Any:
     import pyarrow.dataset as ds
 
     dataset = ds.dataset(str(requests_dir), format="parquet")
-    return dataset.to_batches(columns=_COLUMNS, batch_size=1 << 20)
+    # Little read-ahead: the scanner's default (16 batches of 1M rows, 4 files) can hold most of
+    # a big replay's rows at once, and memory must stay flat in the log size.
+    return dataset.to_batches(
+        columns=_COLUMNS, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1, cache_metadata=False
+    )
 
 
 def broker_timeline(requests_dir: Path, bins: int) -> BrokerTimeline:

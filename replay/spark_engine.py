@@ -8,8 +8,8 @@ Rules of this module (pyspark-notes.md Part A §2; the design):
   offset check spans units), so each unit replays on its own, in parallel.
 - One planning task reads the history once (``History.batches()``: the same checks as the
   sequential reader), grouping deltas and folding the image with ``apply_delta`` only (no
-  requests): the sequential part (11.7 s alone, 14.5 s inside Spark, of a 131 s Spark run on
-  the 1M-record benchmark log). Spark routes unit i to partition i. Nothing of the log reaches
+  requests): the sequential part (164 s of a 1,555 s Spark run on the 10M-record benchmark
+  log, 11% of it). Spark routes unit i to partition i. Nothing of the log reaches
   the driver. Its time is reported as the "plan" phase (``Unit.planned_after``).
 - A unit task reads only its byte range (``read_segment(start=, stop=)``), runs the batch
   engine per delta (``propagate_delta``), and keeps each request once: an UpdateMetadata body
