@@ -16,6 +16,7 @@ from ctrlbatch.replay.local_engine import replay_local
 from ctrlbatch.replay.propagator import ReplayOptions
 from ctrlbatch.replay.record_classes import control_class, encode_control, encode_value, record_class
 from ctrlbatch.replay.records import (
+    END_TRANSACTION_RECORD,
     FEATURE_LEVEL_RECORD,
     LEADER_CHANGE,
     PARTITION_CHANGE_RECORD,
@@ -243,6 +244,19 @@ def test_a_record_the_replay_refuses_stops_it_naming_the_file_byte_and_offset(tm
         f"{segment}, byte offset {position} (the batch of offsets 1-1): record at offset 1 (PARTITION_CHANGE_RECORD v0): "
         "partition 0 of topic id"
     )
+
+
+def test_a_transaction_error_is_named_by_file_and_byte_too(tmp_path: Path) -> None:
+    from ctrlbatch.replay.image import MetadataReplayError
+
+    directory = tmp_path / "__cluster_metadata-0"
+    directory.mkdir()
+    first = encode_batch(0, 1, 5, [register(1, 0)])
+    (directory / "00000000000000000000.log").write_bytes(first + encode_batch(1, 1, 6, [rec(END_TRANSACTION_RECORD)]))
+    result = replay_local(open_history(str(directory)), ReplayOptions())
+    with pytest.raises(MetadataReplayError, match=rf", byte offset {len(first)} \(the batch of offsets 1-1\): record at "
+                       r"offset 1 \(END_TRANSACTION_RECORD v0\): Encountered EndTransactionRecord without"):
+        result.drain()
 
 
 def test_a_refused_record_in_json_lines_is_named_by_its_line(tmp_path: Path) -> None:
