@@ -216,3 +216,20 @@ def test_a_topic_record_starts_its_topic_empty_even_for_an_id_the_image_has() ->
                                                   isr=[1], leader=1)])
     assert list(new.topics[T].partitions) == [1]
     assert changes.changed_topics[T].previous == {1: None}
+
+
+def test_a_delta_of_no_records_moves_only_the_provenance() -> None:
+    import attrs
+
+    from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, apply_delta
+
+    # The fast path builds the image positionally: it must know every field (add a new one there too).
+    assert [f.name for f in attrs.fields(MetadataImage)] == [
+        "brokers", "topics", "topic_ids_by_name", "metadata_version", "offset", "epoch"
+    ]
+    image = attrs.evolve(EMPTY_IMAGE, brokers={1: object()}, offset=4, epoch=2)
+    moved, changes = apply_delta(image, (), offset=9, epoch=3)
+    assert moved == attrs.evolve(image, offset=9, epoch=3)
+    assert moved.brokers is image.brokers and moved.topics is image.topics
+    assert not changes.touched and not changes.changed_brokers and not changes.changed_topics
+    assert apply_delta(image, ())[0] is image
