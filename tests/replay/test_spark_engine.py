@@ -214,3 +214,21 @@ def test_a_refused_record_is_named_as_the_sequential_engine_names_it(spark: Any,
     with pytest.raises(CommandError) as remote:
         replay_spark(spark, source, ReplayOptions(), requests_dir=tmp_path / "out")
     assert str(remote.value) == str(local.value)
+
+
+def test_units_are_of_equal_size_even_when_the_cap_on_units_binds(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from ctrlbatch.replay.spark_engine import MAX_UNIT_BYTES, MAX_UNITS, MIN_UNIT_BYTES, unit_bytes_for
+
+    def sized(total: int) -> Any:
+        path = tmp_path / f"{total}.log"
+        with open(path, "wb") as f:
+            f.truncate(total)  # sparse: only the size matters
+        return SimpleNamespace(segments=[str(path)])
+
+    big = 552_000_000  # the 10M-record benchmark log: 64 units of 8 MiB would leave 24 MB to the last
+    size = unit_bytes_for(sized(big), 2)
+    assert size * MAX_UNITS >= big and size - (big // MAX_UNITS) <= 1
+    assert unit_bytes_for(sized(40 << 20), 2) == max(MIN_UNIT_BYTES, min(MAX_UNIT_BYTES, (40 << 20) // 16))
+    assert unit_bytes_for(sized(1000), 2) == MIN_UNIT_BYTES
