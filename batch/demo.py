@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctrlbatch.cli.errors import CommandError
+from ctrlbatch.common.errors import CommandError
 from ctrlbatch.context import MetadataVersion
 from ctrlbatch.requests import APIS, decode_request
 

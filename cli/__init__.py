@@ -20,8 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .errors import CommandError
-from .progress import Progress
+from ctrlbatch.common import CommandError, Progress
 
 __all__ = ["SUBCOMMANDS", "CommandError", "Progress", "main"]
 

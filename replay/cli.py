@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 from ctrlbatch.context import MetadataVersion
 
 __all__ = ["configure", "run", "parse_ibp"]

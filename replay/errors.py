@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 
 Unit = Literal["byte", "line"]
 

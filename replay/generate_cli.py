@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ctrlbatch.cli import CommandError, Progress
+from ctrlbatch.common import CommandError, Progress
 from ctrlbatch.context import MetadataVersion
 
 from .generator import MV_LATEST, generate_log

@@ -850,7 +850,7 @@ def generate_log(
 ) -> GenerateResult:
     """Write a synthetic __cluster_metadata-0 directory (see the module rules) and, with jsonl,
     the same history as JSON lines. options: the other GeneratorConfig fields. The directory
-    must not hold .log files already. progress: a ctrlbatch.cli.Progress (advanced per record)."""
+    must not hold .log files already. progress: a ctrlbatch.common.Progress (advanced per record)."""
     config = GeneratorConfig(
         brokers=brokers, topics=topics, partitions=partitions, records=records, seed=seed, **options
     )

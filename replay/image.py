@@ -36,7 +36,7 @@ from typing import Any
 
 import attrs
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 from ctrlbatch.context import Broker, EndPoint, MetadataVersion
 
 from . import records as rec

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ctrlbatch.cli import Progress
+from ctrlbatch.common import Progress
 from ctrlbatch.context import MetadataVersion
 
 from .errors import ReadStats

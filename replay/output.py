@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 
 __all__ = ["OutputDir", "ParquetRows", "write_json", "REPORT_BINS"]
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 from ctrlbatch.requests import request_head
 
 from .deltas import Delta, group_deltas

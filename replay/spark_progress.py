@@ -10,7 +10,7 @@ import threading
 from types import TracebackType
 from typing import Any
 
-from ctrlbatch.cli import Progress
+from ctrlbatch.common import Progress
 
 __all__ = ["StageProgress"]
 

@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import logging
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 
 from .broker_server import Received, SimulatedBroker
 from .lifecycle import BrokerLifecycle

@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import logging
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 from ctrlbatch.context import MetadataVersion
 from ctrlbatch.transport import AsyncControllerChannel
 

@@ -14,7 +14,7 @@ import signal
 import sys
 from typing import Protocol
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 
 from .loopback import check_loopback
 

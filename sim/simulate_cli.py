@@ -15,7 +15,7 @@ import logging
 import time
 from typing import Any
 
-from ctrlbatch.cli import CommandError, Progress
+from ctrlbatch.common import CommandError, Progress
 
 from .cluster import ClusterConfig, SimCluster
 from .scenarios import SCENARIOS, ScenarioSpec, parse_faults

@@ -500,7 +500,7 @@ def test_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert batches[1].records[1].data.feature_level == 19
     assert sum(1 for _ in (tmp_path / "h.jsonl").open()) >= 500
     bad = parser.parse_args([str(tmp_path / "x"), "--metadata-version", "3.3-IV0"])
-    from ctrlbatch.cli import CommandError
+    from ctrlbatch.common import CommandError
 
     with pytest.raises(CommandError, match="--metadata-version: must be a feature level from 8"):
         run(bad)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 from ctrlbatch.replay.output import OutputDir, ParquetRows, write_json
 from ctrlbatch.replay.report import broker_timeline, draw_report
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.cli import CommandError
+from ctrlbatch.common import CommandError
 from ctrlbatch.replay.generator import generate_log
 from ctrlbatch.replay.local_engine import replay_local
 from ctrlbatch.replay.propagator import ReplayOptions

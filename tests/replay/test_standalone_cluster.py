@@ -162,7 +162,7 @@ def test_spark_submit_to_a_standalone_cluster_matches_local(sample_dir: Path, tm
     from ctrlbatch.cli import main
 
     assert main(["replay", str(sample_dir), "--engine", "local", "--out", str(tmp_path / "local"), "--quiet"]) == 0
-    import ctrlbatch.replay.spark_submit as entry
+    import ctrlbatch.cli.spark_submit as entry
 
     with standalone_cluster(tmp_path / "cluster") as cluster:
         done = spark_submit(

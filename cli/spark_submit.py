@@ -1,6 +1,6 @@
 """The script to hand to ``spark-submit``: it runs the ``ctrlbatch`` command in the driver.
 
-``spark-submit --master spark://HOST:7077 "$(python -m ctrlbatch.replay.spark_submit --where)" replay PATH --out DIR``
+``spark-submit --master spark://HOST:7077 "$(python -m ctrlbatch.cli.spark_submit --where)" replay PATH --out DIR``
 
 Rules: absolute imports only (spark-submit runs this file as a script, not as a module); under
 spark-submit the replay takes the master spark-submit chose (spark_session never overrides it).

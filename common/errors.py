@@ -1,4 +1,4 @@
-"""Errors a subcommand reports to a person: a message, no traceback (see ``ctrlbatch.cli``)."""
+"""Errors a person can act on: a message, no traceback (``ctrlbatch.cli`` turns them into exit status 1)."""
 
 from __future__ import annotations
 
