@@ -306,3 +306,76 @@ def test_a_rejected_registration_of_another_kind_does_not_renounce() -> None:
 def test_heartbeat_interval_is_checked() -> None:
     with pytest.raises(ValueError, match="heartbeat_interval_ms"):
         ControllerConfig(cluster_id="c1", heartbeat_interval_ms=0)
+
+
+# ---------------------------------------------------------------- bounds and O(1) bookkeeping (issue 15)
+
+
+def test_max_brokers_refuses_a_new_id_with_policy_violation_after_every_kafka_check() -> None:
+    c = ctl(max_brokers=2, session_timeout_ms=100)
+    c.register(reg(1), 0)
+    c.register(reg(2), 0)
+    offset = c.next_offset
+    assert c.register(reg(3), 50)[0].error_code == 44  # 1 and 2 were in contact within a session
+    assert c.register(reg(3, cluster="other"), 50)[0].error_code == 104  # Kafka's checks come first
+    assert c.next_offset == offset and sorted(c.registrations) == [1, 2]
+    assert c.register(reg(2), 50)[0].error_code == 0  # a known id is no new registration
+
+
+def test_at_max_brokers_a_stale_fenced_registration_is_forgotten_for_a_new_id() -> None:
+    c = ctl(max_brokers=2, session_timeout_ms=100)
+    e1 = c.register(reg(1), 0)[0].broker_epoch
+    c.register(reg(2), 0)
+    c.heartbeat(hb(1, e1), 50)  # broker 1 unfenced: never forgotten while unfenced
+    c.heartbeat(hb(1, e1), 150)
+    r, ev = c.register(reg(3), 150)  # broker 2: fenced, no contact since 0 (+100 < 150)
+    assert r.error_code == 0 and [(x.kind, x.broker_id) for x in ev] == [(EventKind.FORGOTTEN, 2), (EventKind.JOINED, 3)]
+    assert sorted(c.registrations) == [1, 3]
+    assert c.heartbeat(hb(2, 2), 160)[0].error_code == 77
+    assert uuid.UUID(int=(2 << 64) | 777) not in c._dir_owner  # its log dir is free again
+    assert c.register(reg(4), 160)[0].error_code == 44  # broker 3 is fenced but was in contact at 150
+
+
+def test_a_log_dir_is_released_when_its_broker_registers_other_dirs() -> None:
+    c = ctl()
+    c.register(reg(1, dirs=(DIR_1,)), 0)
+    assert c.register(reg(2, dirs=(DIR_1,)), 0)[0].error_code == 119
+    c.register(reg(1, dirs=(DIR_2,)), 0)  # same incarnation, another dir
+    assert c.register(reg(2, dirs=(DIR_1,)), 0)[0].error_code == 0
+
+
+def test_max_brokers_is_checked() -> None:
+    with pytest.raises(ValueError, match="max_brokers must be >= 1"):
+        ControllerConfig(cluster_id="c1", max_brokers=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_OPS, max_size=40), st.integers(1, 3))
+def test_session_queues_and_bounds_match_a_full_scan(ops: list[tuple], max_brokers: int) -> None:  # type: ignore[type-arg]
+    """After any history: at most max_brokers registrations; next_expiry_ms and the brokers fenced
+    are what scanning every registration gives; log dirs are owned by their registrations only."""
+    c = ctl(session_timeout_ms=200, max_brokers=max_brokers)
+    now = 0
+    for op in ops:
+        if op[0] == "register":
+            before = dict(c.registrations)
+            r, ev = c.register(reg(op[1], uuid.UUID(int=op[2] + 1)), now)
+            if r.error_code == 44:
+                assert op[1] not in before and len(before) == max_brokers
+                assert all(x.state.fenced is False or x.last_contact_ms + 200 >= now for x in before.values())
+        elif op[0] == "heartbeat":
+            _, b, delta, fence, shut, offset = op
+            registered = c.registrations.get(b)
+            c.heartbeat(hb(b, (registered.epoch if registered else 1) + delta, offset, fence=fence, shut=shut), now)
+        elif op[0] == "wait":
+            now += op[1]
+        else:
+            stale = sorted((r.last_contact_ms, r.broker_id) for r in c.registrations.values()
+                           if not r.state.fenced and r.last_contact_ms + 200 < now)
+            ev = c.fence_stale_brokers(now)
+            assert [e.broker_id for e in ev] == [b for _, b in stale]
+        assert len(c.registrations) <= max_brokers
+        unfenced = [r.last_contact_ms + 200 for r in c.registrations.values() if not r.state.fenced]
+        assert c.next_expiry_ms() == (min(unfenced) if unfenced else None)
+        owners = {d: r.broker_id for r in c.registrations.values() for d in r.log_dirs}
+        assert c._dir_owner == owners
