@@ -6,7 +6,7 @@ Rules:
   start a new line; more than ``limit`` characters are cut, and the line says how long it was.
 - ``RateLimiter``: per key (what kind of line), at most ``burst`` lines per ``interval_s`` seconds;
   the rest are counted, and the next line let through for that key, or ``flush()``, says how many
-  were suppressed. A key is the message template with its digits masked, so "broker 5" and
+  were suppressed. A key is the start of the line with its digits masked, so "broker 5" and
   "broker 7" count as one kind. Keys are bounded (``max_keys``): beyond them every line counts
   under one overflow key, so an attacker cannot grow the table.
 - ``SafeFilter`` is a logging.Filter for a handler: it applies a RateLimiter to every record
@@ -35,6 +35,10 @@ __all__ = ["RateLimiter", "SafeFilter", "describe", "install", "loop_exception_h
 _log = logging.getLogger("ctrlbatch.sim.log")
 _DIGITS = re.compile(r"\d+")
 _OVERFLOW_KEY = "(other kinds of message)"
+KIND_PREFIX = 60
+"""A formatted line's kind is its first KIND_PREFIX characters, digits masked: long enough to tell
+"broker 5 joined" from "broker 5 fenced", short enough that text a broker sent further on (a
+host) does not make every line a kind of its own."""
 # Control characters (C0, DEL, C1) and the Unicode line and paragraph separators.
 _CONTROL = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)}
 
@@ -115,13 +119,13 @@ class SafeFilter(logging.Filter):
         self.limiter = limiter if limiter is not None else RateLimiter()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        admitted, suppressed = self.limiter.admit(f"{record.name}|{record.levelno}|{kind_of(record.msg)}")
-        if not admitted:
-            return False
         try:
             message = record.getMessage()
         except Exception:  # a broken format string: the template and its args, as logging would fail to
             message = f"{record.msg!r} % {record.args!r}"
+        admitted, suppressed = self.limiter.admit(f"{record.name}|{record.levelno}|{kind_of(message)[:KIND_PREFIX]}")
+        if not admitted:
+            return False
         record.msg = sanitize(message) + (_summary(suppressed, self.limiter.interval_s) if suppressed else "")
         record.args = None
         return True

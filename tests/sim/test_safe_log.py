@@ -81,13 +81,13 @@ def test_safe_filter_escapes_and_summarises(caplog: pytest.LogCaptureFixture) ->
             for i in range(50):
                 log.warning("broker %d host %s", i, "evil\nFORGED")
             clock.t = 11
-            log.warning("broker %d host %s", 99, "h")
+            log.warning("broker %d host %s", 99, "evil\nFORGED")
             flt.flush(log)
     finally:
         log.removeFilter(flt)
     lines = [r.getMessage() for r in caplog.records]
     assert lines[:2] == ["broker 0 host evil\\nFORGED", "broker 1 host evil\\nFORGED"]
-    assert lines[2].startswith("broker 99 host h [48 similar messages suppressed")
+    assert lines[2].startswith("broker 99 host evil\\nFORGED [48 similar messages suppressed")
     assert len(lines) == 3 and all("\n" not in x for x in lines)
 
 
