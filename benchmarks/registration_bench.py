@@ -1,0 +1,173 @@
+"""What fake registrations cost ``ctrlbatch sim-controller``: latency, memory and CPU (issue 15).
+
+A real ``ctrlbatch sim-controller --quiet`` subprocess on 127.0.0.1; this process registers
+--brokers distinct broker ids over one connection (each naming 127.0.0.1:1, where nobody
+listens), one request at a time, and times each answer. Then:
+- the floor, measured in the same run: heartbeats of one registered broker (an O(1) request over
+  the same connection);
+- growth: the median registration time of the last tenth against the first tenth (amortised O(1)
+  means about 1x; the issue saw 4 s per registration at 1,250, quadratic);
+- memory: the controller's RSS (VmRSS of its /proc entry) before and after, per registration;
+- CPU: --unfence of the fake brokers heartbeat until unfenced, so the controller adds them and
+  tries to connect to them; once their session (--session-timeout-ms) has expired they are fenced
+  and removed, and the controller's CPU over the next 2 s (utime + stime) must be near idle (the
+  issue saw 85-89% for good with 500 of them).
+- a registration beyond --max-brokers (set to --brokers + the warm-up one) is answered
+  POLICY_VIOLATION (44), while every registration is still within its session.
+The first registration (broker 1000000) is timed apart: it compiles the codecs.
+The load average is printed beside every figure.
+
+Usage: python benchmarks/registration_bench.py [--brokers N] [--unfence M] [--session-timeout-ms T] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from figures import Figure, write_results
+
+from ctrlbatch.requests import BrokerHeartbeatRequest, BrokerRegistrationRequest, Feature, Listener
+from ctrlbatch.sim.client import FrameClient
+
+CTRLBATCH = str(Path(sys.executable).parent / "ctrlbatch")
+TARGET_S = 0.1
+TARGET_GROWTH = 1.5
+TARGET_IDLE_CPU = 0.05
+WARM_UP_ID = 10**6
+
+
+def load() -> str:
+    return f"load average {os.getloadavg()[0]:.2f}"
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def registration(broker_id: int) -> BrokerRegistrationRequest:
+    return BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id="bench", incarnation_id=uuid.UUID(int=(broker_id + 1) << 64 | 7),
+        listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=1)],
+        features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=21)],
+        log_dirs=[uuid.UUID(int=((broker_id + 1) << 64) | 500)])
+
+
+async def timed(c: FrameClient, body: BrokerRegistrationRequest | BrokerHeartbeatRequest, version: int) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    _, r = await c.request(body, version, timeout=30)
+    return time.perf_counter() - t0, r
+
+
+async def measure(port: int, pid: int, args: argparse.Namespace) -> list[Figure]:
+    figures: list[Figure] = []
+    n = args.brokers
+    rss0 = rss_mib(pid)
+    async with await FrameClient.connect("127.0.0.1", port) as c:
+        cold, r = await timed(c, registration(WARM_UP_ID), 4)  # compiles the codecs: reported apart
+        assert r.error_code == 0, r  # type: ignore[attr-defined]
+        times, epochs = [], []
+        for b in range(n):
+            dt, r = await timed(c, registration(b), 4)
+            assert r.error_code == 0, r  # type: ignore[attr-defined]
+            times.append(dt)
+            epochs.append(r.broker_epoch)  # type: ignore[attr-defined]
+        rss1 = rss_mib(pid)
+        floor = []
+        for _ in range(max(200, n // 10)):
+            dt, h = await timed(c, BrokerHeartbeatRequest(broker_id=0, broker_epoch=epochs[0], want_fence=True), 1)
+            assert h.error_code == 0  # type: ignore[attr-defined]
+            floor.append(dt)
+        _, refused = await timed(c, registration(n), 4)
+    tenth = max(1, n // 10)
+    early, late = statistics.median(times[:tenth]), statistics.median(times[-tenth:])
+    med, p99, worst = statistics.median(times), sorted(times)[int(0.99 * (n - 1))], max(times)
+    fmed = statistics.median(floor)
+    slowest = sorted(range(n), key=times.__getitem__)[-5:]
+    print("  slowest:", ", ".join(f"#{i} {times[i] * 1e3:.1f} ms" for i in slowest))
+    print(f"first registration (cold: the codecs are compiled on first use): {cold * 1e3:.1f} ms  [{load()}]")
+    print(f"{n:,} registrations: median {med * 1e3:.2f} ms, p99 {p99 * 1e3:.2f} ms, max {worst * 1e3:.1f} ms "
+          f"(target < {TARGET_S * 1e3:.0f} ms each)  [{load()}]")
+    print(f"  floor: heartbeat median {fmed * 1e3:.2f} ms; registration / heartbeat {med / fmed:.2f}x  [{load()}]")
+    print(f"  growth: median of the last tenth / the first tenth {late / early:.2f}x "
+          f"({late * 1e3:.2f} / {early * 1e3:.2f} ms; target <= {TARGET_GROWTH}x)  [{load()}]")
+    per = (rss1 - rss0) * (1 << 20) / n
+    print(f"  controller RSS {rss0:.1f} MiB before, {rss1:.1f} MiB after: {per / 1024:.2f} KiB per registration  [{load()}]")
+    code = refused.error_code  # type: ignore[attr-defined]
+    print(f"  registration {n + 2} beyond --max-brokers {n + 1}: error {code} (POLICY_VIOLATION is 44)  [{load()}]")
+    figures += [
+        Figure(what=f"sim-controller: {n:,} fake registrations, latency each (median, min-max)", value=med, unit="s",
+               min=min(times), median=med, max=worst, peer="heartbeat in the same run", peer_value=fmed,
+               ratio=med / fmed, ratio_of="medians", target=f"max < {TARGET_S} s", met=worst < TARGET_S),
+        Figure(what=f"sim-controller: registration latency growth over {n:,} (last tenth / first tenth)",
+               value=late, unit="s", peer="the first tenth", peer_value=early, ratio=late / early, ratio_of="medians",
+               target=f"ratio <= {TARGET_GROWTH}x", met=late / early <= TARGET_GROWTH),
+        Figure(what=f"sim-controller: RSS growth per registration over {n:,}", value=per / 1024, unit="KiB",
+               peer="RSS before", peer_value=rss0 * 1024, target=None, met=None),
+    ]
+    if args.unfence:
+        figures.append(await unfence_and_expire(port, pid, args, epochs))
+    return figures
+
+
+async def unfence_and_expire(port: int, pid: int, args: argparse.Namespace, epochs: list[int]) -> Figure:
+    m = min(args.unfence, len(epochs))
+    async with await FrameClient.connect("127.0.0.1", port) as c:
+        t0 = time.perf_counter()
+        for b in range(m):
+            _, h = await timed(c, BrokerHeartbeatRequest(broker_id=b, broker_epoch=epochs[b], current_metadata_offset=10**9), 1)
+            assert h.error_code == 0 and not h.is_fenced, (b, h)  # type: ignore[attr-defined]
+        took = time.perf_counter() - t0
+    busy0, w0 = cpu_seconds(pid), time.monotonic()
+    await asyncio.sleep(1.0)
+    busy_live = (cpu_seconds(pid) - busy0) / (time.monotonic() - w0)
+    print(f"{m} fake brokers unfenced in {took:.2f} s; controller CPU while it retries them: {busy_live:.0%}  [{load()}]")
+    await asyncio.sleep(args.session_timeout_ms / 1000 + 0.5)  # their sessions expire: fenced and removed
+    busy0, w0 = cpu_seconds(pid), time.monotonic()
+    await asyncio.sleep(2.0)
+    idle = (cpu_seconds(pid) - busy0) / (time.monotonic() - w0)
+    print(f"  after their sessions expired: controller CPU {idle:.1%} over 2 s (target <= {TARGET_IDLE_CPU:.0%})  [{load()}]")
+    return Figure(what=f"sim-controller: CPU after {m} unfenced fake brokers' sessions expired", value=idle * 100, unit="%",
+                  peer="while they were live", peer_value=busy_live * 100, target=f"<= {TARGET_IDLE_CPU:.0%}",
+                  met=idle <= TARGET_IDLE_CPU)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--brokers", type=int, default=2000, help="fake registrations (default 2000)")
+    ap.add_argument("--unfence", type=int, default=500, help="how many of them heartbeat until unfenced (default 500)")
+    ap.add_argument("--session-timeout-ms", type=int, default=10000, help="the controller's session time-out (default 10000)")
+    ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
+    args = ap.parse_args()
+    if args.brokers < 10 or args.unfence < 0 or args.session_timeout_ms < 1:
+        ap.error("--brokers must be at least 10, --unfence >= 0 and --session-timeout-ms >= 1")
+    proc = subprocess.Popen([CTRLBATCH, "sim-controller", "--cluster-id", "bench", "--quiet", "--max-brokers", str(args.brokers + 1),
+                             "--session-timeout-ms", str(args.session_timeout_ms)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
+        figures = asyncio.run(measure(port, proc.pid, args))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    write_results(args.json, "registration_bench", figures, vars(args))
+
+
+if __name__ == "__main__":
+    main()
