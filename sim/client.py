@@ -2,7 +2,9 @@
 
 Rules: loopback only; one request in flight (``request`` writes a frame and waits for the
 answer with the same correlation id, decoded with the request's api key and version); a closed
-connection raises ConnectionError. It is the lifecycle manager's client and the tests' probe.
+connection raises ConnectionError, and so does a response size prefix below 0 or above
+``max_response_bytes`` (100 MiB by default, like socket.request.max.bytes): a hostile server
+cannot make it allocate without bound. It is the lifecycle manager's client and the tests' probe.
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ from .loopback import check_loopback
 __all__ = ["FrameClient"]
 
 _SIZE = struct.Struct(">i")
+MAX_RESPONSE_BYTES = 104857600
 
 
 class FrameClient:
     """``async with await FrameClient.connect(host, port) as c: header, body = await c.request(msg, v)``."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str | None) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str | None,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
+        self.max_response_bytes = max_response_bytes
         self.reader = reader
         self.writer = writer
         self.client_id = client_id
@@ -60,6 +65,8 @@ class FrameClient:
         try:
             head = await self.reader.readexactly(4)
             (size,) = _SIZE.unpack(head)
+            if not 0 <= size <= self.max_response_bytes:
+                raise ConnectionError(f"response size {size} is not in 0..{self.max_response_bytes}")
             return await self.reader.readexactly(size)
         except asyncio.IncompleteReadError as e:
             raise ConnectionError("the server closed the connection") from e

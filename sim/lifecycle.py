@@ -11,11 +11,15 @@ Rules (kafka-broker-registration.md §6):
   and RECOVERY (until unfenced). WantFence while STARTING; WantShutDown while a
   controlled shutdown is pending; ``shutdown_now`` is set when the controller says so.
 - A new BrokerLifecycle is a new incarnation (a random incarnation id unless one is given).
+- The task never dies of a failure: anything unexpected in one exchange (a bug, a request that
+  cannot be encoded) is logged in one line (rate-limited), the connection is dropped and the
+  exchange retried after the back-off, like a disconnect.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import logging
 import random
@@ -35,10 +39,12 @@ from ctrlbatch.requests import (
 
 from .broker_state import BrokerState
 from .client import FrameClient
+from .safe_log import RateLimiter, describe
 
 __all__ = ["BrokerLifecycle", "LifecycleState"]
 
 _log = logging.getLogger("ctrlbatch.sim.lifecycle")
+_limiter = RateLimiter(burst=5, interval_s=10.0)
 REGISTRATION_VERSION = 4
 HEARTBEAT_VERSION = 1
 
@@ -88,7 +94,10 @@ class BrokerLifecycle:
         self.registered = asyncio.Event()
         self.running = asyncio.Event()
         self.shutdown_now = asyncio.Event()
-        self.errors: list[int] = []
+        self.errors: collections.deque[int] = collections.deque(maxlen=1000)
+        """The latest error codes answered (bounded: a broker may retry for days)."""
+        self.failures = 0
+        """Unexpected failures of an exchange, logged and retried."""
         self._task: asyncio.Task[None] | None = None
         self._client: FrameClient | None = None
         self._failures = 0
@@ -140,8 +149,10 @@ class BrokerLifecycle:
         if client is not None:
             await client.close()
 
-    async def _exchange(self, body: BrokerRegistrationRequest | BrokerHeartbeatRequest, version: int) -> object | None:
+    async def _exchange(self, build: Callable[[], BrokerRegistrationRequest | BrokerHeartbeatRequest],
+                        version: int) -> object | None:
         try:
+            body = build()
             if self._client is None:
                 self._client = await FrameClient.connect(*self.controller, client_id=f"broker-{self.state_of().broker_id}")
             _header, response = await self._client.request(body, version, timeout=self.session_timeout)
@@ -154,6 +165,14 @@ class BrokerLifecycle:
             _log.info("%r: %s; retrying", self, e)
             await self._disconnect()
             return None
+        except Exception as e:  # noqa: BLE001 - the lifecycle must go on (see the module rules)
+            self.failures += 1
+            admitted, suppressed = _limiter.admit("exchange failed")
+            if admitted:
+                _log.error("%r: the exchange failed: %s; retrying%s", self, describe(e),
+                           f" [{suppressed} similar suppressed]" if suppressed else "")
+            await self._disconnect()
+            return None
 
     async def _backoff(self) -> None:
         self._failures += 1
@@ -162,7 +181,7 @@ class BrokerLifecycle:
 
     async def _run(self) -> None:
         while self.epoch is None and not self._stopping:
-            response = await self._exchange(self._registration(), REGISTRATION_VERSION)
+            response = await self._exchange(self._registration, REGISTRATION_VERSION)
             if isinstance(response, BrokerRegistrationResponse) and response.error_code == 0:
                 self.epoch = response.broker_epoch
                 self.state_of().kraft_broker_epoch = response.broker_epoch
@@ -173,7 +192,7 @@ class BrokerLifecycle:
                     self.errors.append(response.error_code)
                 await self._backoff()
         while not self._stopping:
-            response = await self._exchange(self._heartbeat(), HEARTBEAT_VERSION)
+            response = await self._exchange(self._heartbeat, HEARTBEAT_VERSION)
             if not isinstance(response, BrokerHeartbeatResponse) or response.error_code != 0:
                 if isinstance(response, BrokerHeartbeatResponse):
                     self.errors.append(response.error_code)

@@ -303,3 +303,61 @@ def test_fuzzed_requests_all_get_an_answer_or_a_closed_connection() -> None:
     outcomes = run(main, timeout=240)
     assert outcomes["silent"] == 0, outcomes
     assert outcomes["answered"] > count // 4 and outcomes["closed"] > count // 10, outcomes
+
+
+# ---------------------------------------------------------------- the broker side: lifecycle and client
+
+
+def test_a_lifecycle_survives_an_unexpected_failure_and_registers(monkeypatch: pytest.MonkeyPatch,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    from ctrlbatch.sim.broker_state import BrokerState
+    from ctrlbatch.sim.lifecycle import BrokerLifecycle
+
+    async def main() -> None:
+        async with Wired(ControllerConfig(cluster_id="c1", migration_enabled=True)) as w:
+            state = BrokerState(4, 100, migration_enabled=True)
+            lc = BrokerLifecycle(lambda: state, ("127.0.0.1", 9999), (w.endpoint.host, w.endpoint.port), "c1")
+            real = lc._registration
+            calls = {"n": 0}
+
+            def flaky() -> BrokerRegistrationRequest:
+                calls["n"] += 1
+                if calls["n"] == 1:
+                    raise RuntimeError("a bug in building the request")
+                return real()
+
+            monkeypatch.setattr(lc, "_registration", flaky)
+            lc.start()
+            try:
+                await asyncio.wait_for(lc.registered.wait(), 10)
+                assert lc.failures == 1 and lc.epoch is not None
+            finally:
+                await lc.stop()
+
+    with caplog.at_level(logging.ERROR, logger="ctrlbatch.sim"):
+        run(main)
+    lines = [r.getMessage() for r in caplog.records if "exchange failed" in r.getMessage()]
+    assert len(lines) == 1 and "RuntimeError: a bug in building the request" in lines[0]
+
+
+@pytest.mark.parametrize("size", [-1, 2**31 - 1])
+def test_the_client_refuses_a_response_size_out_of_bounds(size: int) -> None:
+    async def main() -> None:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = await reader.readexactly(4)
+            await reader.readexactly(int.from_bytes(head, "big"))
+            writer.write(struct.pack(">i", size) + b"\x00" * 8)
+            await writer.drain()
+            await reader.read()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        try:
+            async with await FrameClient.connect("127.0.0.1", server.sockets[0].getsockname()[1]) as c:
+                with pytest.raises(ConnectionError, match=f"response size {size} is not in 0..104857600"):
+                    await c.request(beat(1, 1), 1)
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    run(main)
