@@ -8,8 +8,9 @@ Rules:
   anywhere. KRaft counts only unfenced brokers as usable; fenced and shutdown-now brokers leave
   the view (onBrokerFailure), as do forgotten ones; a new incarnation of a known id leaves it
   and comes back when unfenced ("bounced"); controlled-shutdown moves leadership away. A
-  same-incarnation re-registration of an unfenced broker that is not in the view (say it now
-  names a reachable listener) joins it.
+  same-incarnation re-registration of an unfenced broker joins the view if it now names a
+  reachable listener, and leaves it if it no longer does. So the view is always the unfenced
+  registrations the controller may connect to.
 - Outbound connections go to loopback addresses only, like the listening side (loopback.py):
   the PLAINTEXT listener's host must be an IP literal in 127.0.0.0/8 or ::1 ("localhost" and
   every other DNS name included would need a resolver). ``allow_remote`` also allows other IP
@@ -121,7 +122,11 @@ class Membership:
 
     def _updated(self, reg: Registration | None, e: BrokerEvent) -> None:
         self._registered(reg, e)
-        if reg is not None and not reg.state.fenced:
+        if reg is None or reg.state.fenced:
+            return
+        if self._live(e.broker_id) and unreachable_reason(reg, self.allow_remote) is not None:
+            self.controller.broker_failed(e.broker_id)  # it now names a listener the controller may not use
+        else:
             self._join_if_reachable(reg, e)
 
     def _unfenced(self, reg: Registration | None, e: BrokerEvent) -> None:
