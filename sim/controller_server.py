@@ -43,7 +43,7 @@ from ctrlbatch.requests.model import Message
 
 from .controller_state import BrokerEvent, ControllerConfig, ControllerState
 from .errors import Errors
-from .safe_log import RateLimiter, describe
+from .safe_log import RateLimiter, describe, kind_of
 from .server import Connection, FrameServer, Served
 
 __all__ = ["ControllerEndpoint"]
@@ -114,7 +114,7 @@ class ControllerEndpoint(Served):
         """Is the session-expiry task running?"""
         return self._expiry is not None and not self._expiry.done()
 
-    def _log(self, level: int, kind: str, message: str, *args: object) -> None:
+    def _line(self, level: int, kind: str, message: str, *args: object) -> None:
         """One log line, unless lines of this kind are being rate-limited (then counted)."""
         admitted, suppressed = self.limiter.admit(kind)
         if admitted:
@@ -123,14 +123,14 @@ class ControllerEndpoint(Served):
 
     def _failed(self, what: str, e: BaseException) -> None:
         self.failures += 1
-        self._log(logging.ERROR, what, "controller endpoint: %s failed: %s", what, describe(e))
+        self._line(logging.ERROR, kind_of(what), "controller endpoint: %s failed: %s", what, describe(e))
 
     def _emit(self, events: list[BrokerEvent]) -> None:
         if not events:
             return
         self.events.extend(events)
         for e in events:
-            self._log(logging.INFO, f"event {e.kind.value}", "broker %d %s (epoch %d)", e.broker_id, e.kind.value, e.epoch)
+            self._line(logging.INFO, f"event {e.kind.value}", "broker %d %s (epoch %d)", e.broker_id, e.kind.value, e.epoch)
         if self.on_events is not None:
             try:
                 self.on_events(events)
