@@ -12,12 +12,16 @@ listens), one request at a time, and times each answer. Then:
   tries to connect to them; once their session (--session-timeout-ms) has expired they are fenced
   and removed, and the controller's CPU over the next 2 s (utime + stime) must be near idle (the
   issue saw 85-89% for good with 500 of them).
+- fuzz: --fuzz valid and mutated registrations and heartbeats (bytes flipped, cut or inserted after
+  the api key, the size prefix kept right), one at a time: each must get a response frame or a
+  closed connection within 2 s, never silence (the issue saw 311 of 30,000 unanswered);
 - a registration beyond --max-brokers (set to --brokers + the warm-up one) is answered
   POLICY_VIOLATION (44), while every registration is still within its session.
 The first registration (broker 1000000) is timed apart: it compiles the codecs.
 The load average is printed beside every figure.
 
-Usage: python benchmarks/registration_bench.py [--brokers N] [--unfence M] [--session-timeout-ms T] [--json PATH]
+Usage: python benchmarks/registration_bench.py [--brokers N] [--unfence M] [--session-timeout-ms T] [--fuzz F]
+       [--json PATH]
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import signal
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -35,7 +41,13 @@ from pathlib import Path
 
 from figures import Figure, write_results
 
-from ctrlbatch.requests import BrokerHeartbeatRequest, BrokerRegistrationRequest, Feature, Listener
+from ctrlbatch.requests import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+    encode_request,
+)
 from ctrlbatch.sim.client import FrameClient
 
 CTRLBATCH = str(Path(sys.executable).parent / "ctrlbatch")
@@ -123,7 +135,17 @@ async def measure(port: int, pid: int, args: argparse.Namespace) -> list[Figure]
     ]
     if args.unfence:
         figures.append(await unfence_and_expire(port, pid, args, epochs))
+    if args.fuzz:
+        figures.append(await fuzz(port, args.fuzz))
+        print(f"  controller RSS after the fuzz: {rss_mib(pid):.1f} MiB, still serving: "
+              f"{await still_serving(port)}  [{load()}]")
     return figures
+
+
+async def still_serving(port: int) -> bool:
+    async with await FrameClient.connect("127.0.0.1", port) as c:
+        _, r = await c.request(BrokerHeartbeatRequest(broker_id=-5, broker_epoch=1), 1, timeout=10)
+        return r.error_code == 77  # type: ignore[attr-defined]
 
 
 async def unfence_and_expire(port: int, pid: int, args: argparse.Namespace, epochs: list[int]) -> Figure:
@@ -148,15 +170,75 @@ async def unfence_and_expire(port: int, pid: int, args: argparse.Namespace, epoc
                   met=idle <= TARGET_IDLE_CPU)
 
 
+def fuzz_frame(rnd: random.Random, i: int) -> bytes:
+    b = rnd.choice([rnd.randrange(64), rnd.randrange(-2**31, 2**31)])
+    if rnd.random() < 0.6:
+        body: BrokerRegistrationRequest | BrokerHeartbeatRequest = BrokerRegistrationRequest(
+            broker_id=b, cluster_id="bench", incarnation_id=uuid.UUID(int=rnd.getrandbits(128)),
+            listeners=[Listener(name=rnd.choice(["PLAINTEXT", "SSL", "X", ""]),
+                                host=rnd.choice(["127.0.0.1", "::1", "10.0.0.1", "example.com", "a\nb", ""]),
+                                port=rnd.randrange(65536), security_protocol=rnd.choice([0, 0, 1, 2, 3, 9, -1]))],
+            features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=21)],
+            log_dirs=[uuid.UUID(int=((b % 2**32 + 1) << 64) | 500)])
+        frame = encode_request(body, rnd.randrange(2, 5), i, "fuzz")
+    else:
+        body = BrokerHeartbeatRequest(broker_id=b, broker_epoch=rnd.randrange(-1, 200),
+                                      current_metadata_offset=rnd.randrange(-1, 400), want_fence=rnd.random() < 0.3,
+                                      want_shut_down=rnd.random() < 0.1)
+        frame = encode_request(body, rnd.randrange(2), i, "fuzz")
+    data = bytearray(frame[4:])
+    k = rnd.random()
+    if k < 0.35:
+        for _ in range(rnd.randrange(1, 4)):
+            data[rnd.randrange(4, len(data))] = rnd.randrange(256)
+    elif k < 0.5:
+        del data[rnd.randrange(4, len(data)):]
+    elif k < 0.6:
+        p = rnd.randrange(4, len(data))
+        data[p:p] = rnd.randbytes(rnd.randrange(1, 8))
+    return struct.pack(">i", len(data)) + bytes(data)
+
+
+async def fuzz(port: int, count: int) -> Figure:
+    rnd = random.Random(15)
+    outcomes = {"answered": 0, "closed": 0, "silent": 0}
+    reader: asyncio.StreamReader | None = None
+    writer: asyncio.StreamWriter | None = None
+    t0 = time.perf_counter()
+    for i in range(count):
+        if reader is None or writer is None:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(fuzz_frame(rnd, i))
+        try:
+            head = await asyncio.wait_for(reader.readexactly(4), 2.0)
+            await asyncio.wait_for(reader.readexactly(struct.unpack(">i", head)[0]), 2.0)
+            outcomes["answered"] += 1
+            continue
+        except TimeoutError:
+            outcomes["silent"] += 1
+        except (asyncio.IncompleteReadError, ConnectionError):
+            outcomes["closed"] += 1
+        writer.close()
+        reader = writer = None
+    if writer is not None:
+        writer.close()
+    took = time.perf_counter() - t0
+    print(f"fuzz: {count:,} requests in {took:.0f} s: {outcomes['answered']:,} answered, {outcomes['closed']:,} closed, "
+          f"{outcomes['silent']} unanswered on an open connection (target 0)  [{load()}]")
+    return Figure(what=f"sim-controller: fuzzed registrations and heartbeats left unanswered, of {count:,}",
+                  value=outcomes["silent"], unit="requests", target="0", met=outcomes["silent"] == 0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brokers", type=int, default=2000, help="fake registrations (default 2000)")
     ap.add_argument("--unfence", type=int, default=500, help="how many of them heartbeat until unfenced (default 500)")
     ap.add_argument("--session-timeout-ms", type=int, default=10000, help="the controller's session time-out (default 10000)")
+    ap.add_argument("--fuzz", type=int, default=30000, help="fuzzed requests (default 30000; 0: none)")
     ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
-    if args.brokers < 10 or args.unfence < 0 or args.session_timeout_ms < 1:
-        ap.error("--brokers must be at least 10, --unfence >= 0 and --session-timeout-ms >= 1")
+    if args.brokers < 10 or args.unfence < 0 or args.session_timeout_ms < 1 or args.fuzz < 0:
+        ap.error("--brokers must be at least 10, --unfence and --fuzz >= 0 and --session-timeout-ms >= 1")
     proc = subprocess.Popen([CTRLBATCH, "sim-controller", "--cluster-id", "bench", "--quiet", "--max-brokers", str(args.brokers + 1),
                              "--session-timeout-ms", str(args.session_timeout_ms)], stdout=subprocess.PIPE, text=True)
     try:
