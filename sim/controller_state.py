@@ -19,8 +19,8 @@ Rules (kafka-broker-registration.md, cited §):
 - Events (BrokerEvent) tell the caller what changed in the cluster view (§5's mapping).
 - A registration is checked completely before anything changes; only then is it applied.
 - Bounded and amortised O(1) per request: ``max_brokers`` bounds the registrations. A new broker
-  id beyond it takes the place of the registration fenced or in contact longest ago, if that one
-  has been out of contact for a whole session time-out (FORGOTTEN); otherwise it is refused with
+  id beyond it takes the place of a fenced registration out of contact for a whole session
+  time-out, if there is one (FORGOTTEN); otherwise it is refused with
   POLICY_VIOLATION (44), the error Kafka's controller gives an operation that would exceed one of
   its bounds (EventHandlerExceptionInfo maps BoundedListTooLongException to
   PolicyViolationException, EHEI:67-101; no failover, and the broker retries). Kafka itself has no
@@ -171,7 +171,9 @@ class ControllerState:
         self._unfenced: OrderedDict[int, None] = OrderedDict()
         """Broker ids not fenced, oldest contact first (the session expiry order)."""
         self._fenced: OrderedDict[int, None] = OrderedDict()
-        """Broker ids fenced, least recently fenced or in contact first (the eviction order)."""
+        """Broker ids fenced: those fenced by session expiry (all out of contact for a session)
+        first, then the others, oldest contact first. So if any fenced registration has been out
+        of contact for a session, the first one has (the eviction order)."""
         self._dir_owner: dict[uuid.UUID, int] = {}
         self._latest_ms = 0
 
@@ -416,6 +418,7 @@ class ControllerState:
                 break
             self._append()
             self._set_state(r, ControlState.FENCED)
+            self._fenced.move_to_end(r.broker_id, last=False)  # out of contact for a session: evictable first
             events.append(BrokerEvent(EventKind.FENCED, r.broker_id, r.epoch))
         return events
 

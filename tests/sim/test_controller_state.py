@@ -336,6 +336,16 @@ def test_at_max_brokers_a_stale_fenced_registration_is_forgotten_for_a_new_id() 
     assert c.register(reg(4), 160)[0].error_code == 44  # broker 3 is fenced but was in contact at 150
 
 
+def test_a_broker_fenced_by_session_expiry_is_evictable_before_a_fresher_fenced_one() -> None:
+    c = ctl(max_brokers=2, session_timeout_ms=100)
+    e1 = c.register(reg(1), 0)[0].broker_epoch
+    c.heartbeat(hb(1, e1), 0)  # unfenced, last contact 0
+    c.register(reg(2), 50)  # fenced, last contact 50
+    assert [x.broker_id for x in c.fence_stale_brokers(120)] == [1]  # fenced at 120, out of contact since 0
+    r, ev = c.register(reg(3), 140)  # broker 1 is stale (0 + 100 < 140), broker 2 is not (50 + 100 >= 140)
+    assert r.error_code == 0 and (ev[0].kind, ev[0].broker_id) == (EventKind.FORGOTTEN, 1)
+
+
 def test_a_log_dir_is_released_when_its_broker_registers_other_dirs() -> None:
     c = ctl()
     c.register(reg(1, dirs=(DIR_1,)), 0)
@@ -360,9 +370,11 @@ def test_session_queues_and_bounds_match_a_full_scan(ops: list[tuple], max_broke
         if op[0] == "register":
             before = dict(c.registrations)
             r, ev = c.register(reg(op[1], uuid.UUID(int=op[2] + 1)), now)
-            if r.error_code == 44:
+            if r.error_code == 44:  # only when no fenced registration has been out of contact for a session
                 assert op[1] not in before and len(before) == max_brokers
-                assert all(x.state.fenced is False or x.last_contact_ms + 200 >= now for x in before.values())
+                assert all(not x.state.fenced or x.last_contact_ms + 200 >= now for x in before.values())
+            forgotten = [x.broker_id for x in ev if x.kind == EventKind.FORGOTTEN]
+            assert all(before[b].state.fenced and before[b].last_contact_ms + 200 < now for b in forgotten)
         elif op[0] == "heartbeat":
             _, b, delta, fence, shut, offset = op
             registered = c.registrations.get(b)
