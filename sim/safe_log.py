@@ -143,6 +143,8 @@ def install(quiet: bool = False, limiter: RateLimiter | None = None) -> SafeFilt
         root.setLevel(logging.ERROR)
     flt = SafeFilter(limiter)
     for handler in root.handlers:
+        if quiet:  # also for a logger given a level of its own
+            handler.setLevel(logging.ERROR)
         for old in [f for f in handler.filters if isinstance(f, SafeFilter)]:
             handler.removeFilter(old)
         handler.addFilter(flt)
