@@ -16,13 +16,8 @@ from ctrlbatch.replay.generator import generate_log
 from ctrlbatch.replay.local_engine import replay_local
 from ctrlbatch.replay.propagator import ReplayOptions
 from ctrlbatch.replay.rows import REQUEST_SCHEMA
-from ctrlbatch.replay.spark_engine import (
-    HistorySource,
-    pack_image,
-    plan_units,
-    replay_spark,
-    unpack_image,
-)
+from ctrlbatch.replay.spark_engine import HistorySource, replay_spark
+from ctrlbatch.replay.spark_plan import pack_image, plan_units, unpack_image
 
 
 def local_answer(source: HistorySource, options: ReplayOptions, coalesce: int = 1, with_frames: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
@@ -181,7 +176,7 @@ def test_corrupt_batches_at_unit_boundaries_are_counted_once(spark: Any, tmp_pat
     source = HistorySource(str(tmp_path / "data"), skip_corrupt=True)
     rows, summary, stats = local_answer(source, ReplayOptions())
     assert len(victims) > 20 and len(stats["corrupt"]) == len(victims)
-    starts = {u.start[1] for _, u in plan_units(source, 1, 400, 64) if u.start is not None}
+    starts = {u.start.position for _, u in plan_units(source, 1, 400, 64) if u.start is not None}
     assert starts & {p.position for p in victims}, "some unit starts right at a corrupt batch"
     got_rows, got_summary, got_stats, result = spark_answer(spark, source, ReplayOptions(), tmp_path / "r", unit_bytes=400)
     assert result.units > 10
@@ -219,7 +214,7 @@ def test_a_refused_record_is_named_as_the_sequential_engine_names_it(spark: Any,
 def test_units_are_of_equal_size_even_when_the_cap_on_units_binds(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from ctrlbatch.replay.spark_engine import MAX_UNIT_BYTES, MAX_UNITS, MIN_UNIT_BYTES, unit_bytes_for
+    from ctrlbatch.replay.spark_plan import MAX_UNIT_BYTES, MAX_UNITS, MIN_UNIT_BYTES, unit_bytes_for
 
     def sized(total: int) -> Any:
         path = tmp_path / f"{total}.log"
