@@ -111,13 +111,15 @@ class SendGroup:
 
 def _group(delta: Any, sends: list[Send]) -> SendGroup:
     req = sends[0].request
-    builder = req.builder
+    builder: Any = req.builder
+    api_key, version, controller_id = builder.api_key, builder.version, builder.controller_id
+    since = _TYPE_SINCE.get(api_key)
+    shared = req.shared
     return SendGroup(
-        delta.last_offset, delta.timestamp, req.api_key, req.version, builder.controller_id, builder.controller_epoch,
-        update_type_of(sends[0]), partition_count(sends[0]),
-        frame_size(req.api_key, req.version, str(builder.controller_id), len(req.shared.data)),
-        bytes(req.shared.data), req.shared.epoch_offset,
-        tuple(s.broker for s in sends), tuple(s.request.broker_epoch for s in sends),
+        delta.last_offset, delta.timestamp, api_key, version, controller_id, builder.controller_epoch,
+        None if since is None or version < since else int(builder.update_type), _PARTITIONS[api_key](builder),
+        frame_size(api_key, version, str(controller_id), len(shared.data)), bytes(shared.data), shared.epoch_offset,
+        tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends]),
     )
 
 
@@ -161,8 +163,12 @@ def expand_columns(
     for group in groups:
         n = len(group.brokers)
         values = _row_base(group)
-        for name in shared:
-            columns[name].extend([values[name]] * n)
+        if n == 1:  # most groups (every LeaderAndIsr body is one broker's)
+            for name in shared:
+                columns[name].append(values[name])
+        else:
+            for name in shared:
+                columns[name].extend([values[name]] * n)
         brokers, seqs, hashes, kept = columns["broker"], columns["seq"], columns["sha256"], columns["frame"]
         frames = group.frames()
         for broker, epoch in zip(group.brokers, group.broker_epochs, strict=True):
@@ -184,10 +190,11 @@ def expand_rows(groups: Iterable[SendGroup], next_seq: dict[int, int], with_fram
     for group in groups:
         base = _row_base(group)
         frames = group.frames()
-        for broker, epoch in zip(group.brokers, group.broker_epochs, strict=True):
+        last = len(group.brokers) - 1
+        for i, (broker, epoch) in enumerate(zip(group.brokers, group.broker_epochs, strict=True)):
             seq = next_seq.get(broker, 0)
             next_seq[broker] = seq + 1
-            row = base.copy()
+            row = base if i == last else base.copy()  # the last row of a group takes the base itself
             row["broker"], row["seq"], row["sha256"] = broker, seq, frames.sha256(seq, epoch)
             row["frame"] = frames.frame(seq, epoch) if with_frames else None
             yield row

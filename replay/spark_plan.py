@@ -46,8 +46,8 @@ __all__ = [
 
 UNITS_PER_CORE = 8  # several units per core even out units of uneven cost
 MIN_UNIT_BYTES = 256 << 10
-MAX_UNIT_BYTES = 8 << 20  # bounds a unit's output (about 7x its input) on huge logs
-MAX_UNITS = 64  # tasks cost ~10-50 ms each and a unit carries an image: a few dozen are plenty
+MAX_UNIT_BYTES = 8 << 20  # bounds a unit's output (several times its input) on huge logs
+MAX_UNITS = 64  # each task has a fixed cost and a unit carries an image: a few dozen are plenty
 
 
 @attrs.frozen(slots=True)

@@ -237,7 +237,7 @@ def test_flipped_batch_epochs_at_unit_boundaries_are_found_as_the_sequential_rea
     --skip-corrupt skipped and reported with its span exactly as the sequential reader does."""
     import struct
 
-    from ctrlbatch.replay.segments import read_segment, scan_batches
+    from ctrlbatch.replay.segments import read_segment
 
     generate_log(tmp_path / "data", brokers=3, topics=3, partitions=9, records=900, seed=4)
     segment = sorted((tmp_path / "data" / "__cluster_metadata-0").glob("*.log"))[0]
