@@ -15,8 +15,8 @@ Rules of this module:
      wherever the retained log shows the change, that is after the first batch read. The epoch
      lies outside the CRC, so a violation is the only sign of a flipped one: an error naming the
      batch, or with skip_corrupt the batch is skipped and its span reported. Text inputs check
-     only what they show: epochs below 0 are unknown (kafka-dump-log does not print one here),
-     and any control batch may open an epoch (it does not print a LeaderChange's body).
+     only what they show: an epoch below 0 is unknown (a JSON line may omit it), and any control
+     batch may open an epoch (kafka-dump-log does not print a LeaderChange's body).
 - Then batches are trimmed to the history's start offset (a snapshot's end: earlier records are
   dropped, a batch ending before it is not yielded) and counted in ``stats``: its counters hold
   what was yielded; ``stats.corrupt`` everything skipped, read or not yielded.

@@ -14,6 +14,8 @@ Rules of this module (pyspark-notes.md Part A §2; the design):
 - A planning error (bad input, a refused record) is not raised in the task: it ends the plan
   with a unit carrying the error as a value (``Unit.error``), which the unit replay hands to
   the driver (spark_unit). Nothing of the log reaches the driver.
+- ``plan_units`` yields (unit index, Unit) pairs only because Spark's ``partitionBy`` routes
+  (key, value) pairs: the key is the partition the unit goes to, nothing else reads it.
 - Units are about ``unit_bytes`` of input each, at most ``max_units`` of them; text inputs
   (JSON lines, kafka-dump-log output) have no byte ranges and are one unit.
 - A unit's image crosses to the executors as plain tuples (``pack_image``): pickling 10^5 attrs

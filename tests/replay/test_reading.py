@@ -150,3 +150,31 @@ def test_a_read_resumed_after_any_batch_goes_on_as_the_whole_read(
         batches += [(x.base_offset, x.position, x.epoch) for x in joined.reader(a, None if b is None else b.at)]
     assert batches == expected
     assert joined.stats.to_dict() == whole.stats.to_dict()
+
+
+def _batch(epoch: int, leader_change: bool, n: int) -> LogBatch:
+    from ctrlbatch.replay.records import ControlRecord
+
+    controls = (ControlRecord(n, LEADER_CHANGE, None),) if leader_change else ()
+    return LogBatch(n, n, epoch, 0, leader_change, (), controls, 0 if leader_change else 1, "f", n)
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=40))
+def test_accepted_epochs_never_go_down_and_rise_only_at_a_leader_change(steps: list[tuple[int, bool]]) -> None:
+    check = EpochCheck()
+    accepted: list[LogBatch] = []
+    for n, (epoch, leader) in enumerate(steps):
+        batch = _batch(epoch, leader, n)
+        if check.problem(batch) is None:
+            accepted.append(batch)
+    assert accepted[:1] == [_batch(*steps[0], 0)] if steps else accepted == []
+    for before, after in zip(accepted, accepted[1:], strict=False):
+        assert after.epoch >= before.epoch
+        assert after.epoch == before.epoch or after.control
+    # a log as KRaft writes it (each epoch opened by its LeaderChange) is accepted whole
+    check = EpochCheck()
+    epoch = 0
+    for n, (rise, _leader) in enumerate(steps):
+        if rise > 4:
+            epoch += 1
+        assert check.problem(_batch(epoch, rise > 4, n)) is None
