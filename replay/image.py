@@ -113,14 +113,13 @@ class MetadataReplayError(CommandError):
 
     ``source`` (the file or input) is prefixed by the engines, which know it."""
 
-    def __init__(self, record: Any, reason: str, *, source: str | None = None) -> None:
-        self.offset: int | None = getattr(record, "offset", None)
-        self.record_type: int | None = getattr(record, "type", None)
+    def __init__(self, record: MetadataRecord | None, reason: str, *, source: str | None = None) -> None:
+        self.offset: int | None = None if record is None else record.offset
+        self.record_type: int | None = None if record is None else record.type
         self.reason = reason
         where = "" if source is None else f"{source}: "
         if record is not None:
-            name = "?" if self.record_type is None else type_name(self.record_type)
-            where += f"record at offset {self.offset} ({name} v{getattr(record, 'version', '?')}): "
+            where += f"record at offset {record.offset} ({type_name(record.type)} v{record.version}): "
         super().__init__(where + reason)
 
     def with_source(self, source: str) -> MetadataReplayError:
