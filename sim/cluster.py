@@ -160,6 +160,11 @@ class SimCluster:
         for b in self.brokers:
             self._start_lifecycle(b)
         await self.wait_for(lambda: all(lc.running.is_set() for lc in self.lifecycles.values()), timeout, "every broker running")
+        # A broker joins the controller's view when unfenced (membership.py): wait until every one
+        # has, and its first UpdateMetadata was delivered (so the channel is connected to it).
+        await self.wait_for(lambda: len(self.live_broker_ids()) == len(self.brokers), timeout, "every broker in the view")
+        if not await self.quiesce(timeout):
+            raise TimeoutError(f"timed out after {timeout} s waiting for the brokers' first UpdateMetadata")
 
     def _start_lifecycle(self, broker_id: int) -> None:
         broker = self.brokers[broker_id]
