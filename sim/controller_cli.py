@@ -67,8 +67,11 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--controller-id must be >= 0, got {args.controller_id}")
     check_address(args.host, args.port)
     configure_logging(not args.quiet)
-    install_safe_logging(quiet=args.quiet)
-    return asyncio.run(_serve(args, config))
+    safe = install_safe_logging(quiet=args.quiet)
+    try:
+        return asyncio.run(_serve(args, config))
+    finally:
+        safe.flush()  # how many lines of each kind were suppressed and not yet summarised
 
 
 async def _serve(args: argparse.Namespace, config: ControllerConfig) -> int:

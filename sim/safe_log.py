@@ -133,7 +133,8 @@ class SafeFilter(logging.Filter):
     def flush(self, logger: logging.Logger = _log) -> None:
         """Log one line per kind whose repeats were suppressed since they were last summarised."""
         for key, count in self.limiter.flush():
-            logger.warning("%s", f"{sanitize(key)}:{_summary(count, self.limiter.interval_s)}")
+            name, _level, kind = key.split("|", 2) if key.count("|") >= 2 else ("", "", key)
+            logger.warning("%s", sanitize(f"{name}: {kind}...{_summary(count, self.limiter.interval_s)}"))
 
 
 def install(quiet: bool = False, limiter: RateLimiter | None = None) -> SafeFilter:
