@@ -18,7 +18,7 @@ listens), one request at a time, and times each answer. Then:
   closed connection within 2 s, never silence (the issue saw 311 of 30,000 unanswered);
 - a registration beyond --max-brokers (set to --brokers + the warm-up one) is answered
   POLICY_VIOLATION (44), every registration being still within its session (10 minutes there).
-Each part has a controller of its own.
+Each part has a controller of its own, under a memory cap of 1 GiB (address space).
 The first registration (broker 1000000) is timed apart: it compiles the codecs.
 The load average is printed beside every figure.
 
@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import os
 import random
+import resource
 import signal
 import statistics
 import struct
@@ -237,11 +238,20 @@ async def fuzz(port: int, count: int) -> Figure:
                   value=outcomes["silent"], unit="requests", target="0", met=outcomes["silent"] == 0)
 
 
+MEMORY_CAP_MIB = 1024
+
+
 @contextlib.contextmanager
 def controller(*options: str) -> Iterator[tuple[int, int]]:
-    """A ``ctrlbatch sim-controller --quiet`` subprocess: (port, pid); stopped by SIGTERM."""
+    """A ``ctrlbatch sim-controller --quiet`` subprocess under a memory cap (RLIMIT_AS of
+    MEMORY_CAP_MIB: a flood that grew memory without bound kills it, and the benchmark fails):
+    (port, pid); stopped by SIGTERM."""
+
+    def cap() -> None:  # in the child only
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_MIB << 20, MEMORY_CAP_MIB << 20))
+
     proc = subprocess.Popen([CTRLBATCH, "sim-controller", "--cluster-id", "bench", "--quiet", *options],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, preexec_fn=cap)
     try:
         assert proc.stdout is not None
         yield int(proc.stdout.readline().strip().rsplit(":", 1)[1]), proc.pid
