@@ -101,6 +101,7 @@ async def measure(port: int, pid: int, args: argparse.Namespace) -> list[Figure]
         assert r.error_code == 0, r  # type: ignore[attr-defined]
         r0 = r.broker_epoch  # type: ignore[attr-defined]
         times, epochs, floor = [], [], []
+        cpu0 = cpu_seconds(pid)
         for b in range(n):
             dt, r = await timed(c, registration(b), 4)
             assert r.error_code == 0, r  # type: ignore[attr-defined]
@@ -110,6 +111,7 @@ async def measure(port: int, pid: int, args: argparse.Namespace) -> list[Figure]
             dt, h = await timed(c, BrokerHeartbeatRequest(broker_id=WARM_UP_ID, broker_epoch=r0, want_fence=True), 1)
             assert h.error_code == 0, h  # type: ignore[attr-defined]
             floor.append(dt)
+        cpu_pair = (cpu_seconds(pid) - cpu0) / n  # the controller's own CPU: what other load cannot inflate
         rss1 = rss_mib(pid)
         _, refused = await timed(c, registration(n), 4)
     tenth = max(1, n // 10)
@@ -125,6 +127,8 @@ async def measure(port: int, pid: int, args: argparse.Namespace) -> list[Figure]
     print(f"first registration (cold: the codecs are compiled on first use): {cold * 1e3:.1f} ms  [{load()}]")
     print(f"{n:,} registrations: median {med * 1e3:.2f} ms, p99 {p99 * 1e3:.2f} ms, max {worst * 1e3:.1f} ms "
           f"(target < {TARGET_S * 1e3:.0f} ms each)  [{load()}]")
+    print(f"  controller CPU per registration and heartbeat: {cpu_pair * 1e3:.2f} ms (utime + stime; the "
+          f"wall-clock times above include waiting for a CPU)  [{load()}]")
     print(f"  floor: heartbeat median {fmed * 1e3:.2f} ms; registration / heartbeat {med / fmed:.2f}x  [{load()}]")
     print(f"  growth: (registration / heartbeat) in the last tenth over the first tenth {growth:.2f}x "
           f"(registrations {early * 1e3:.2f} then {late * 1e3:.2f} ms, heartbeats {f_early * 1e3:.2f} then "
@@ -141,6 +145,8 @@ async def measure(port: int, pid: int, args: argparse.Namespace) -> list[Figure]
                     "the heartbeat floor at the same moments", value=late, unit="s", peer="the first tenth",
                peer_value=early, ratio=growth, ratio_of="medians over the floor",
                target=f"ratio <= {TARGET_GROWTH}x", met=growth <= TARGET_GROWTH),
+        Figure(what=f"sim-controller: its CPU time per registration (with one heartbeat) over {n:,}",
+               value=cpu_pair, unit="s", target=None, met=None),
         Figure(what=f"sim-controller: RSS growth per registration over {n:,}", value=per / 1024, unit="KiB",
                peer="RSS before", peer_value=rss0 * 1024, target=None, met=None),
     ]
