@@ -1,8 +1,5 @@
 """Opening a metadata history, whatever form it comes in, as one ordered stream of LogBatch.
 
-This module finds and opens the input; its batches are read by the one reading loop of both
-engines (reading.LogReader: the offset and epoch checks, the snapshot trim and the counters).
-
 Rules: the input is recognised by its content, not only its name: a binary batch has magic 2 at
 byte 16; JSON lines start with '{'; kafka-dump-log output starts with one of its header lines.
 A directory is a `__cluster_metadata-0` directory, or a data directory holding one. Its `.log`
@@ -11,6 +8,8 @@ holds the state before offset `end` (exclusive); the history then continues with
 batches whose last offset is >= end (records before end are dropped from a straddling batch).
 Without a snapshot, a log that does not start at offset 0 is refused: its state is missing; so are
 offsets that go backwards or skip (an overlapping or missing segment) unless skip_corrupt.
+This module finds and opens the input; the batches are read by the one reading loop of both
+engines (reading.LogReader: its checks, the snapshot trim and the counters).
 """
 
 from __future__ import annotations
