@@ -5,9 +5,11 @@ Rules (SocketServer's memory pool, kafka-controller-channel.md §6.2):
   releases it once the frame is decoded (Kafka releases a request's buffer after parsing it). A
   reservation that does not fit waits; its connection stops being read meanwhile, so its bytes
   stay in the kernel's socket buffer: nothing is lost.
-- Waiters are granted first come, first served, and a new reservation queues behind any waiter:
-  a stream of small frames cannot starve a big one. (Kafka retries muted connections in no set
-  order.)
+- A reservation that fits is granted at once, even while bigger ones wait: a client holding a
+  partial frame of 99 MiB cannot keep small requests out. Waiters are granted in arrival order as
+  memory comes back, each one that fits (Kafka retries muted connections in no set order). A big
+  waiter is not starved for long: other reservations are released as soon as their frames are
+  decoded, and idle connections that hold a partial frame are closed (connections.max.idle.ms).
 - A reservation larger than the whole budget is granted when nothing else is held, so a frame up
   to socket.request.max.bytes is always served eventually. (Kafka's pool is not strict: it lets the
   held bytes overshoot by one request; this one never overshoots unless the pool is empty.)
@@ -57,7 +59,7 @@ class MemoryPool:
         """Reserve ``size`` bytes for ``owner`` (one waiting reservation per owner)."""
         if size < 0:
             raise ValueError(f"size must be >= 0, got {size}")
-        if not self._waiting and self._fits(size):
+        if self._fits(size):
             self._take(size)
             return True
         if owner in self._waiting:
@@ -78,10 +80,8 @@ class MemoryPool:
             self._grant()
 
     def _grant(self) -> None:
-        while self._waiting:
-            owner, (size, on_granted) = next(iter(self._waiting.items()))
-            if not self._fits(size):
-                return
-            del self._waiting[owner]
-            self._take(size)
-            on_granted()
+        for owner, (size, on_granted) in list(self._waiting.items()):
+            if owner in self._waiting and self._fits(size):
+                del self._waiting[owner]
+                self._take(size)
+                on_granted()
