@@ -16,9 +16,18 @@ built by the batch engine (one live broker in the body, so the frame is about 10
 queued up front, timed until wait_until_idle. The 10 MB row sends a frame whose shared body is
 10 MB of filler (the responder does not decode it): transport throughput only.
 
-Target: the channel with 50 brokers at >= half the baseline's 50-connection round-trip rate.
-Each figure is the median of --repeat runs. Other processes load this 2-core machine; the load
-average is printed, and figures are flagged noisy when it is high: rerun then.
+Target (issue 14): the channel with 50 brokers at >= 0.6x the baseline's 50-connection round-trip
+rate, the median of 5 alternating runs. Each figure is the median of --repeat runs. Other processes
+load this 2-core machine; the load average is printed, and figures are flagged noisy when it is
+high: rerun then.
+
+What limits the channel under load: it is one Python thread doing, per request, the work the
+baseline does not (queue and state machine, correlation-id check, decoding the response with its
+api key and version, the callback) beside the same socket calls; the baseline spends its time in
+the same event loop and syscalls. With the responder process and other work competing for the two
+cores, the channel's thread and the manager's hand-off wait for a CPU more often than the lean
+baseline does, so the ratio drops on a loaded machine (0.49x at a load of about 4 against 0.687x on
+a quieter one, issue 14); the per-request CPU time is what the ratio measures when quiet.
 
 Usage: python benchmarks/channel_bench.py [--seconds S] [--repeat R] [--brokers N] [--json PATH]
 """
@@ -37,7 +46,7 @@ from typing import Any
 
 from figures import Figure, write_results
 
-TARGET_RATIO = 0.5
+TARGET_RATIO = 0.6
 SMALL = 100  # bytes per baseline frame (size prefix included)
 BULK = 10 * 1024 * 1024
 _SIZE = struct.Struct(">i")
@@ -221,7 +230,7 @@ def _channel_bulk(port: int, frames: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=1.5, help="length of each round-trip measurement")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--brokers", type=int, default=50)
     ap.add_argument("--bulk-frames", type=int, default=20)
     ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
