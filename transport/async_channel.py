@@ -188,6 +188,10 @@ class AsyncControllerChannel:
     ) -> None:
         """Queue request for broker_id (never blocks). now: when it was handed over (the loop's clock)."""
         check_send(broker_id, request, callback)
+        self.send_checked(broker_id, request, callback, now)
+
+    def send_checked(self, broker_id: int, request: Sendable, callback: Callback | None, now: float | None) -> None:
+        """send() for arguments already checked (by ControllerChannelManager.send, on another thread)."""
         s = self._senders.get(broker_id)
         if s is None:
             logger.warning(msg.not_sending(request, broker_id))

@@ -10,7 +10,9 @@ Rules:
   when the socket becomes writable: still no copy.
 - Reading: whatever arrives is split into frames by FrameReader with no size limit (the
   controller's max receive size is unlimited, kafka-controller-channel.md §2) and each frame goes
-  to on_frame(connection, frame), in order.
+  to on_frame(connection, frame), in order. A read that is exactly one whole frame with nothing
+  buffered before it (the usual case: one request in flight, a small answer) skips the
+  FrameReader: its prefix is checked here and the frame sliced out directly.
 - The end of a connection (EOF, a socket error, a bad size prefix) is reported once through
   on_lost(connection, reason), never from inside send_parts(); close() is idempotent and
   reports nothing.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 from collections.abc import Callable, Sequence
 
 from ctrlbatch.requests import DecodeError, FrameReader
@@ -27,6 +30,7 @@ from ctrlbatch.requests import DecodeError, FrameReader
 __all__ = ["Connection", "is_ip_literal"]
 
 _READ_SIZE = 262144
+_SIZE = struct.Struct(">i")
 _UNLIMITED = 2**31 - 1  # the largest int32 size prefix
 
 Buffer = bytes | memoryview
@@ -152,6 +156,9 @@ class Connection:
         if not data:
             self._lose("the broker closed the connection")
             return
+        if len(data) >= 4 and not self._reader.buffered and _SIZE.unpack_from(data)[0] == len(data) - 4:
+            self._on_frame(self, data[4:])
+            return
         try:
             frames = self._reader.feed(data)
         except DecodeError as e:
@@ -161,6 +168,10 @@ class Connection:
             if self.closed:
                 return
             self._on_frame(self, frame)
+        try:
+            self._reader.feed(b"")  # a bad prefix after the good frames of this read ends it now
+        except DecodeError as e:
+            self._lose(str(e))
 
     def _lose(self, reason: str) -> None:
         if self.closed:

@@ -169,9 +169,9 @@ class ControllerChannelManager:
             items = list(self._inbox)
             self._inbox.clear()
             self._drain_scheduled = False
-        send = self._channel.send
+        send = self._channel.send_checked  # send() checked them
         for broker_id, request, callback, now in items:
-            send(broker_id, request, callback, now=now)
+            send(broker_id, request, callback, now)
 
     def wait_until_idle(self, timeout: float) -> bool:
         """True once every request sent so far is settled; False after timeout seconds."""
