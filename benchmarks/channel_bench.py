@@ -21,13 +21,16 @@ rate, the median of 5 alternating runs. Each figure is the median of --repeat ru
 load this 2-core machine; the load average is printed, and figures are flagged noisy when it is
 high: rerun then.
 
-What limits the channel under load: it is one Python thread doing, per request, the work the
-baseline does not (queue and state machine, correlation-id check, decoding the response with its
-api key and version, the callback) beside the same socket calls; the baseline spends its time in
-the same event loop and syscalls. With the responder process and other work competing for the two
-cores, the channel's thread and the manager's hand-off wait for a CPU more often than the lean
-baseline does, so the ratio drops on a loaded machine (0.49x at a load of about 4 against 0.687x on
-a quieter one, issue 14); the per-request CPU time is what the ratio measures when quiet.
+What limits the channel under load (issue 14; printed as this process's CPU per round trip): it is
+one Python thread doing, per request, the work the baseline does not (queue and state machine,
+correlation-id check, decoding the response with its api key and version, the callback) beside
+the same socket calls: about 63 us of CPU per round trip against the baseline's 34 us at a load
+average of 9 on 2 cores. The responder and other work then compete for the cores: each write wakes
+the responder, which may preempt the writer. Two things mattered under that load, both measured
+with strace and this script: a fresh 256 KiB bytes object per recv (an mmap, mremap and munmap
+each, about 50 us of system time per round trip; now one read buffer per connection), and
+writing each freed request at once between the reads of one loop round (now written in the next
+round, as the baseline's coroutines do): 0.45x -> 0.65x with 50 brokers.
 
 Usage: python benchmarks/channel_bench.py [--seconds S] [--repeat R] [--brokers N] [--json PATH]
 """
