@@ -25,7 +25,8 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   then the connection closed.
 - Connections: beyond ``max_connections`` (max.connections) a new connection is closed at once; a
   connection with nothing read, written or being handled for ``connections_max_idle_ms``
-  (connections.max.idle.ms) is closed (checked a few times per period).
+  (connections.max.idle.ms) is closed (checked a few times per period); one whose client does not
+  read its replies counts as idle.
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ class Connection(asyncio.BufferedProtocol):
         self._pending: collections.deque[tuple[bytearray, float]] = collections.deque()
         self._task: asyncio.Task[None] | None = None
         self._reading = True
+        self._handling = False
         self._closing = False
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -273,8 +275,9 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def busy(self) -> bool:
-        """A request is being handled or waits for memory: not idle, whatever the clock says."""
-        return bool(self._wanted) or (self._task is not None and not self._task.done())
+        """A request is being handled or waits for memory: not idle, whatever the clock says. (A reply
+        the client does not read is not: such a connection idles out.)"""
+        return bool(self._wanted) or self._handling
 
     def close(self) -> None:
         """Close without answering what is pending (the server's side of a disconnect)."""
@@ -310,6 +313,7 @@ class Connection(asyncio.BufferedProtocol):
         try:
             while self._pending and self.transport is not None:
                 frame, t0 = self._pending.popleft()
+                self._handling = True
                 self._update_reading()
                 self.offload = offload = len(frame) >= self.server.limits.offload_request_bytes
                 stats.offloaded += offload
@@ -335,10 +339,11 @@ class Connection(asyncio.BufferedProtocol):
                     self._closing = True
                     self.transport.close()  # flushes the reply first, unlike abort()
                     return
+                self._handling = False
                 await self._can_write.wait()
         finally:
             self._release_pending()
-            self.offload = False
+            self._handling = self.offload = False
 
 
 class FrameServer:

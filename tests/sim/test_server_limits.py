@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctrlbatch.requests import (
     DecodedRequest,
@@ -198,3 +200,26 @@ def test_server_limits_name_the_bad_field() -> None:
         ServerLimits(queued_max_request_bytes=0)
     with pytest.raises(ValueError, match="max_connections must be an int >= 0, got -5"):
         ServerLimits(max_connections=-5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(sizes=st.lists(st.sampled_from([0, 1, 3, 40, 400]), min_size=1, max_size=6),
+       cuts=st.lists(st.integers(0, 200_000), max_size=6), budget=st.sampled_from([-1, 30_000, 60_000]))
+def test_frames_cut_anywhere_are_all_answered_in_order(sizes: list[int], cuts: list[int], budget: int) -> None:
+    """However the bytes are cut into sends, small frames (parsed out of the scratch buffer) and big
+    ones (read straight into their buffer, offloaded, waiting for the budget) come out whole, in order."""
+    frames = [encode_request(umr(5 + i, brokers=n), 8, i, "c") for i, n in enumerate(sizes)]
+    stream = b"".join(frames)
+    points = sorted({min(c, len(stream)) for c in cuts} | {0, len(stream)})
+
+    async def body(b: SimulatedBroker) -> None:
+        async with await FrameClient.connect(b.host, b.port) as c:
+            for x, y in zip(points, points[1:], strict=False):
+                await c.send_raw(stream[x:y])
+                await asyncio.sleep(0)
+            ids = [struct.unpack_from(">i", await c.read_frame())[0] for _ in frames]
+            assert ids == list(range(len(frames)))
+
+    b = run(body, record=True, limits=ServerLimits(queued_max_request_bytes=budget, offload_request_bytes=5000))
+    assert [r.correlation_id for r in b.received] == list(range(len(frames)))
+    assert b.state.controller_epoch == 4 + len(frames) and b.server.pool.held == 0
