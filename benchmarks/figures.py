@@ -46,6 +46,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "channel_bench": (),
     "sim_bench": (),
     "server_attack_bench": (),
+    "rows_bench": (),
     "replay_bench": (),
 }
 SLOW = frozenset({"replay_bench"})  # run only with --with-replay
