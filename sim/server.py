@@ -384,7 +384,9 @@ class FrameServer:
         return f"FrameServer({self.name}, {self.host}:{self.port}, {'listening' if self.listening else 'closed'})"
 
     def configure(self, limits: ServerLimits, *, max_request_bytes: int | None = None) -> None:
-        """Set the limits (before start(): open connections keep the pool they reserved from)."""
+        """Set the limits; only while nothing is connected (reservations belong to one pool)."""
+        if getattr(self, "connections", None):
+            raise RuntimeError(f"{self!r}: configure() with {len(self.connections)} connections open")
         if not isinstance(limits, ServerLimits):
             raise TypeError(f"limits must be a ServerLimits, got {limits!r}")
         if max_request_bytes is not None:

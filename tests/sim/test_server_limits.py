@@ -223,3 +223,14 @@ def test_frames_cut_anywhere_are_all_answered_in_order(sizes: list[int], cuts: l
     b = run(body, record=True, limits=ServerLimits(queued_max_request_bytes=budget, offload_request_bytes=5000))
     assert [r.correlation_id for r in b.received] == list(range(len(frames)))
     assert b.state.controller_epoch == 4 + len(frames) and b.server.pool.held == 0
+
+
+def test_configure_refuses_while_connections_are_open() -> None:
+    async def body(b: SimulatedBroker) -> None:
+        c = await FrameClient.connect(b.host, b.port)
+        await until(lambda: bool(b.server.connections))
+        with pytest.raises(RuntimeError, match="configure\\(\\) with 1 connections open"):
+            b.server.configure(ServerLimits())
+        await c.close()
+
+    run(body)
