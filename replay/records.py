@@ -42,6 +42,8 @@ END_TRANSACTION_RECORD = 24
 ABORT_TRANSACTION_RECORD = 25
 REMOVE_DELEGATION_TOKEN_RECORD = 26
 REGISTER_CONTROLLER_RECORD = 27
+CLEAR_ELR_RECORD = 28  # Kafka 4.0-IV1 (level 23) on
+UNREGISTER_CONTROLLER_RECORD = 29  # Kafka 4.4-IV2 (level 33) on
 
 # Control record type ids (ControlRecordType.java; kafka-metadata-records.md section 8).
 LEADER_CHANGE = 2
