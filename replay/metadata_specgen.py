@@ -22,8 +22,9 @@ import sys
 import attrs
 
 from ctrlbatch.requests.json_spec import load_json_spec
-from ctrlbatch.requests.spec import MessageSpec, Versions, iter_structs
+from ctrlbatch.requests.spec import MessageSpec, iter_structs
 from ctrlbatch.requests.specgen import _Renderer, common_structs, const_name
+from ctrlbatch.requests.versions import Versions
 
 # The KRaft control record types (ControlRecordType.java) and their schema files in control/.
 CONTROL_SCHEMAS: tuple[tuple[int, str, str], ...] = (

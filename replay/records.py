@@ -117,7 +117,8 @@ class LogBatch:
     """One record batch. epoch is partitionLeaderEpoch (the KRaft leader epoch that wrote it),
     timestamp its maxTimestamp; position is the batch's byte offset in source (a line number
     for text inputs). Data batches carry records and count their NoOps; control batches carry
-    control_records."""
+    control_records; size is the batch's length in its file, offset and length prefix included
+    (0 when unknown: text inputs)."""
 
     base_offset: int
     last_offset: int
@@ -129,6 +130,7 @@ class LogBatch:
     noops: int
     source: str
     position: int
+    size: int = attrs.field(default=0, eq=False)  # of the file form, not the batch: not compared
 
     def __repr__(self) -> str:
         kind = f"control {len(self.control_records)}" if self.control else f"{len(self.records)} records"

@@ -15,7 +15,8 @@ import pytest
 from ctrlbatch.replay import metadata_catalog, record_classes, records
 from ctrlbatch.replay.metadata_specgen import CONTROL_SCHEMAS, VERSIONS_PAST_THE_JSON, render
 from ctrlbatch.requests.json_spec import load_json_spec
-from ctrlbatch.requests.spec import FieldSpec, MessageSpec, Versions, snake_case
+from ctrlbatch.requests.spec import FieldSpec, MessageSpec, snake_case
+from ctrlbatch.requests.versions import Versions
 
 SHARED = Path(os.environ.get("CTRLBATCH_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 SPECS_39 = SHARED / "kafka" / "metadata"
