@@ -153,8 +153,12 @@ def _controller_at_start(job: ReplayJob, history: Any) -> tuple[ReplayJob, dict[
         return job, {**fallback, "until": "the first LeaderChange record of the log"}
     found = snapshot_leader(history)
     if found is None:
-        return job, {**fallback, "until": "the first LeaderChange record after the snapshot",
-                     "why": f"no LeaderChange record below the snapshot's end offset {snap.end_offset} is retained"}
+        why = (
+            f"no LeaderChange record below the snapshot's end offset {snap.end_offset} is retained"
+            if history.kind == "log" and snap.path != history.source
+            else "only .log segments are searched for the LeaderChange before a snapshot"
+        )
+        return job, {**fallback, "until": "the first LeaderChange record after the snapshot", "why": why}
     leader, offset = found
     info = {"id": leader, "source": f"LeaderChange record at offset {offset} (below the snapshot's end offset "
             f"{snap.end_offset})", "until": "the first LeaderChange record after the snapshot"}

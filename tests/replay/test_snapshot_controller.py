@@ -135,3 +135,19 @@ def test_generated_logs_with_deleted_segments_agree_with_a_full_read(tmp_path: P
             seg.unlink()
     history = open_history(directory, from_snapshot="newest")
     assert snapshot_leader(history) == _expected_leader(directory, end)
+
+
+def test_the_spark_engine_starts_from_the_same_controller_id(
+    spark: Any, sample_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow.parquet as pq
+
+    data_dir, _end = cut_sample(sample_dir, tmp_path / "kept", keep_old_segment=True)
+    _printed, local, _ids = replay(capsys, data_dir, tmp_path / "local", "--controller-id", "7")
+    code = main(["replay", str(data_dir), "--quiet", "--from-snapshot", "--controller-id", "7", "--out",
+                 str(tmp_path / "spark")])
+    _out, err = capsys.readouterr()
+    assert code == 0, err
+    remote = json.loads((tmp_path / "spark" / "summary.json").read_text())
+    assert remote["controller_id"] == local["controller_id"] and remote["summary"] == local["summary"]
+    assert pq.read_table(tmp_path / "spark" / "requests").equals(pq.read_table(tmp_path / "local" / "requests"))
