@@ -8,6 +8,8 @@ holds the state before offset `end` (exclusive); the history then continues with
 batches whose last offset is >= end (records before end are dropped from a straddling batch).
 Without a snapshot, a log that does not start at offset 0 is refused: its state is missing; so are
 offsets that go backwards or skip (an overlapping or missing segment) unless skip_corrupt.
+The KRaft leader in office at a snapshot (``snapshot_leader``) is the last LeaderChange below its
+end offset in the retained .log segments, found from batch headers without decoding data batches.
 """
 
 from __future__ import annotations

@@ -226,7 +226,8 @@ def _segment(path: Path, values: list[bytes]) -> None:
     (b"\x01\x1c\x01\x01\x00", "unknown version 1 of ClearElrRecord"),
 ])
 def test_unknown_types_and_versions_are_named_by_file_and_offset_or_counted(tmp_path: Path, value: bytes, reason: str) -> None:
-    topic = encode_value(TOPIC_RECORD, 0, record_class(TOPIC_RECORD)(name="t", topic_id=A))  # type: ignore[misc]
+    topic_cls: Any = record_class(TOPIC_RECORD)
+    topic = encode_value(TOPIC_RECORD, 0, topic_cls(name="t", topic_id=A))
     log = tmp_path / "00000000000000000000.log"
     _segment(log, [topic, value])
     at = log.read_bytes().rindex(value)
@@ -362,3 +363,21 @@ def test_spark_replays_a_4x_log_as_the_sequential_engine_does(spark: Any, log_4x
     assert pq.read_table(tmp_path / "r").to_pylist() == rows
     assert result.summary.to_dict() == local.summary.to_dict()
     assert result.stats.to_dict() == history.stats.to_dict()
+
+
+def test_a_record_of_a_type_from_after_4_4_stops_the_replay_or_is_counted(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    result = generate_log(tmp_path, brokers=3, topics=2, partitions=10, records=500, seed=9, metadata_version=33,
+                          upgrade_to=None)
+    segment = Path(result.segments[-1])
+    at = segment.stat().st_size
+    future = b"\x01\x1e\x00\x00"  # type 30, which no Kafka up to 4.4 defines; its value starts 6 bytes into its record
+    with segment.open("ab") as f:
+        f.write(encode_batch_raw(result.last_offset + 1, 1, 0, 1, encode_records([future]), control=False))
+    assert main(["replay", str(tmp_path), "--engine", "local", "--quiet"]) == 1
+    _out, err = capsys.readouterr()
+    assert f"{segment}, byte offset {at + 61 + 6}: record at offset {result.last_offset + 1}: " \
+           "unknown metadata record type 30" in err
+    assert main(["replay", str(tmp_path), "--engine", "local", "--quiet", "--skip-corrupt"]) == 0
+    out, _err = capsys.readouterr()
+    assert "1 corrupt skipped" in out and "unknown metadata record type 30" in out
