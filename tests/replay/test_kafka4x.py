@@ -381,3 +381,69 @@ def test_a_record_of_a_type_from_after_4_4_stops_the_replay_or_is_counted(tmp_pa
     assert main(["replay", str(tmp_path), "--engine", "local", "--quiet", "--skip-corrupt"]) == 0
     out, _err = capsys.readouterr()
     assert "1 corrupt skipped" in out and "unknown metadata record type 30" in out
+
+
+def elr_log(directory: Path) -> Path:
+    """A level-23 log by hand: three brokers, topic t (p0 with an ELR, p1 without), topic u (no
+    ELR), then ClearElrRecord("t"), then ClearElrRecord("")."""
+    from ctrlbatch.replay.record_classes import control_class, encode_control
+    from ctrlbatch.replay.records import LEADER_CHANGE
+    from ctrlbatch.replay.writer import encode_batch
+
+    def value(type_id: int, version: int, **fields: Any) -> bytes:
+        cls: Any = record_class(type_id)
+        return encode_value(type_id, version, cls(**fields))
+
+    def broker(b: int, epoch: int) -> bytes:
+        cls: Any = record_class(REGISTER_BROKER_RECORD)
+        ep = cls.BrokerEndpoint(name="PLAINTEXT", host=f"b{b}", port=9092, security_protocol=0)
+        return value(REGISTER_BROKER_RECORD, 3, broker_id=b, broker_epoch=epoch, end_points=(ep,), fenced=False,
+                     log_dirs=(uuid.UUID(int=100 + b),))
+
+    def part(topic: uuid.UUID, p: int, elr: list[int] | None) -> bytes:
+        return value(PARTITION_RECORD, 2, partition_id=p, topic_id=topic, replicas=[1, 2, 3], isr=[1], leader=1,
+                     leader_epoch=2, partition_epoch=4, directories=[uuid.UUID(int=101 + i) for i in range(3)],
+                     eligible_leader_replicas=elr, last_known_elr=None)
+
+    leader_cls: Any = control_class(LEADER_CHANGE)
+    batches = [
+        [encode_control(leader_cls(version=0, leader_id=3000, voters=(), granting_voters=()))],
+        [value(FEATURE_LEVEL_RECORD, 0, name="metadata.version", feature_level=23)],
+        [broker(1, 2), broker(2, 3), broker(3, 4)],
+        [value(TOPIC_RECORD, 0, name="t", topic_id=A), part(A, 0, [2, 3]), part(A, 1, None)],
+        [value(TOPIC_RECORD, 0, name="u", topic_id=B), part(B, 0, None)],
+        [value(CLEAR_ELR_RECORD, 0, topic_name="t")],
+        [value(CLEAR_ELR_RECORD, 0, topic_name="")],
+    ]
+    out, offset = b"", 0
+    for i, values in enumerate(batches):
+        out += encode_batch(offset, 1, 1000 + i, values, control_types=[LEADER_CHANGE] if i == 0 else None)
+        offset += len(values)
+    d = directory / "__cluster_metadata-0"
+    d.mkdir(parents=True)
+    (d / "00000000000000000000.log").write_bytes(out)
+    return directory
+
+
+def test_clear_elr_sends_the_cleared_partition_with_its_new_epoch_and_both_engines_agree(
+    spark: Any, tmp_path: Path
+) -> None:
+    from ctrlbatch.replay.spark_engine import HistorySource, replay_spark
+
+    log = elr_log(tmp_path / "log")
+    local = replay_local(open_history(log), ReplayOptions())
+    rows = local.drain()
+    assert local.image.topics[A].partitions[0].partition_epoch == 5 and not local.image.topics[A].partitions[0].has_elr
+    assert local.image.topics[A].partitions[1].partition_epoch == 4
+    clear_t, clear_all = 10, 11  # the offsets of the two ClearElr records
+    by_delta = {d: sorted((r["api_key"], r["broker"], r["partitions"]) for r in rows if r["delta"] == d)
+                for d in (clear_t, clear_all)}
+    # ClearElr("t"): p0 changed (epoch 5): LeaderAndIsr to its three replicas, UpdateMetadata to all.
+    assert by_delta[clear_t] == [(LAIR, b, 1) for b in (1, 2, 3)] + [(UMR, b, 1) for b in (1, 2, 3)]
+    # ClearElr(""): nothing left to clear, every topic changed all the same: UpdateMetadata to the old brokers.
+    assert by_delta[clear_all] == [(UMR, b, 0) for b in (1, 2, 3)]
+    result = replay_spark(spark, HistorySource(str(log)), ReplayOptions(), requests_dir=tmp_path / "r")
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "r").to_pylist() == rows
+    assert result.summary.to_dict() == local.summary.to_dict()
