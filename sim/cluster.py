@@ -4,7 +4,7 @@ Rules:
 - Everything binds to 127.0.0.1. Brokers are ZooKeeper-mode brokers with migration enabled that
   register with the endpoint by themselves (lifecycle.py); the controller is a KRaft controller
   driving them (kraft_controller requests, the registration epoch as broker epoch).
-- Registration events drive the SimController through a membership.Membership; a controller
+- Registration events drive the SimController through membership.apply_event; a controller
   that renounces (after an UNKNOWN_SERVER_ERROR) starts a new term with SimController.failover().
 - The harness records, per broker, what the controller handed to the channel (the body bytes, in
   order) and when the broker was removed, so invariants.py can check delivery, ordering and that
@@ -33,7 +33,7 @@ from .controller_logic import SimController, expected_view
 from .controller_server import ControllerEndpoint
 from .controller_state import BrokerEvent, ControllerConfig
 from .lifecycle import BrokerLifecycle
-from .membership import Membership
+from .membership import apply_event
 from .shared_decode import SharedDecoder
 
 __all__ = ["ClusterConfig", "Period", "SimCluster"]
@@ -126,7 +126,6 @@ class SimCluster:
         self.recording = _RecordingChannel(self.channel, self)
         self.controller = SimController(self.recording, controller_id=config.controller_id,
                                         metadata_version=config.metadata_version)
-        self.membership = Membership(self.controller)
         self.brokers: dict[int, SimulatedBroker] = {}
         self.lifecycles: dict[int, BrokerLifecycle] = {}
         self.periods: dict[int, list[Period]] = {}
@@ -226,7 +225,7 @@ class SimCluster:
     def _on_events(self, events: list[BrokerEvent]) -> None:
         for e in events:
             self.event_log.append(e)
-            self.membership.apply(self.endpoint.state.registrations, [e])
+            apply_event(self.controller, self.endpoint.state.registrations[e.broker_id], e)
             if self.on_event is not None:
                 self.on_event(e)
 

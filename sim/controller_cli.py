@@ -3,9 +3,6 @@
 Registrations feed a controller context: a broker that joins is added to the controller channel
 and gets a full UpdateMetadata while the others get one with no partitions (KAFKA-7537); fenced
 brokers are removed. The first line of standard output is ``listening on HOST:PORT``.
---max-brokers bounds the registrations (a new broker id beyond it gets POLICY_VIOLATION, 44);
-the controller connects to loopback brokers only unless --allow-remote-brokers is given
-(membership.py); --quiet logs errors only, and every log line is rate-limited (safe_log.py).
 """
 
 from __future__ import annotations
@@ -20,9 +17,8 @@ from ctrlbatch.transport import AsyncControllerChannel
 
 from .controller_logic import SimController
 from .controller_server import ControllerEndpoint
-from .controller_state import DEFAULT_MAX_BROKERS, BrokerEvent, ControllerConfig
-from .membership import Membership
-from .safe_log import install as install_safe_logging
+from .controller_state import BrokerEvent, ControllerConfig
+from .membership import apply_event
 from .serve import check_address, configure_logging, start_and_announce, until_signalled
 
 _log = logging.getLogger("ctrlbatch.sim.controller")
@@ -37,11 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--migration", action="store_true",
                         help="zookeeper.metadata.migration.enable: accept migrating ZooKeeper brokers")
     parser.add_argument("--controller-id", type=int, default=3000, help="the controller id in control requests")
-    parser.add_argument("--max-brokers", type=int, default=DEFAULT_MAX_BROKERS,
-                        help="keep at most this many registrations; a new broker id beyond them gets POLICY_VIOLATION (44)")
-    parser.add_argument("--allow-remote-brokers", action="store_true",
-                        help="also connect to brokers whose PLAINTEXT listener is not a loopback IP address")
-    parser.add_argument("--quiet", action="store_true", help="log only errors on standard error")
+    parser.add_argument("--quiet", action="store_true", help="log only warnings on standard error")
 
 
 def _config(args: argparse.Namespace) -> ControllerConfig:
@@ -55,10 +47,8 @@ def _config(args: argparse.Namespace) -> ControllerConfig:
         raise CommandError(f"--session-timeout-ms must be > 0, got {args.session_timeout_ms}")
     if not args.cluster_id:
         raise CommandError("--cluster-id must not be empty")
-    if args.max_brokers < 1:
-        raise CommandError(f"--max-brokers must be >= 1, got {args.max_brokers}")
     return ControllerConfig(cluster_id=args.cluster_id, metadata_version=mv, migration_enabled=args.migration,
-                            session_timeout_ms=args.session_timeout_ms, max_brokers=args.max_brokers)
+                            session_timeout_ms=args.session_timeout_ms)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,18 +57,17 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--controller-id must be >= 0, got {args.controller_id}")
     check_address(args.host, args.port)
     configure_logging(not args.quiet)
-    install_safe_logging(quiet=args.quiet)
     return asyncio.run(_serve(args, config))
 
 
 async def _serve(args: argparse.Namespace, config: ControllerConfig) -> int:
     channel = AsyncControllerChannel(controller_id=args.controller_id, metrics_log_interval_ms=None)
     controller = SimController(channel, controller_id=args.controller_id, metadata_version=config.metadata_version)
-    membership = Membership(controller, allow_remote=args.allow_remote_brokers)
     endpoint: ControllerEndpoint
 
     def on_events(events: list[BrokerEvent]) -> None:
-        membership.apply(endpoint.state.registrations, events)
+        for e in events:
+            apply_event(controller, endpoint.state.registrations[e.broker_id], e)
 
     endpoint = ControllerEndpoint(config, host=args.host, port=args.port, on_events=on_events)
     channel.startup()

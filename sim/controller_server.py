@@ -4,28 +4,19 @@ Rules:
 - Only BrokerRegistration (62) and BrokerHeartbeat (63) are enabled on this listener; anything
   else closes the connection, as in server.py. Replies go out at once: every record is
   "committed" when written (kafka-broker-registration.md §2 step 6, with an instant log).
-- Never silence: every request decoded here gets its answer, and one that cannot be decoded
-  closes the connection. A failure anywhere after the state changed (a callback that raises)
-  is logged in one line and does not hold the answer back; a failure before (a bug in the
-  state) answers UNKNOWN_SERVER_ERROR (-1) and the controller renounces (ControllerState.renounce),
-  as QuorumController does; ``on_renounce(leader epoch)`` then tells the caller that a new
-  controller term began. A decoder that raised anything but DecodeError would close the connection too.
 - The clock is ``time.monotonic`` in milliseconds unless one is given. A background task fences
-  brokers whose session expired, at the earliest expiry (checked at least every 100 ms). It
-  survives any failure of a round (one log line each, rate-limited) and goes on fencing.
+  brokers whose session expired, at the earliest expiry (checked at least every 100 ms).
 - Fault: ``stall(s)`` blocks the event queue for s seconds; a heartbeat kept waiting past half the
-  heartbeat interval is answered REQUEST_TIMED_OUT (7).
+  heartbeat interval is answered REQUEST_TIMED_OUT (7). A handler exception answers -1 and the
+  controller renounces (ControllerState.renounce), as QuorumController does; ``on_renounce(leader
+  epoch)`` then tells the caller that a new controller term began.
 - Every BrokerEvent (joined, bounced, fenced...) goes to ``on_events`` with the registration it
   concerns, on the loop's thread: that is how registrations feed a controller (cluster.py).
-  ``events`` keeps the latest EVENTS_KEPT of them (memory stays bounded under a registration flood).
-- Log lines go through a RateLimiter (safe_log.py): repeats of a kind are summarised, and the
-  text a broker sent (listener hosts, racks) is quoted.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import time
 from collections.abc import Callable
@@ -36,33 +27,17 @@ from ctrlbatch.requests import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     DecodedRequest,
-    DecodeError,
-    decode_request,
 )
 from ctrlbatch.requests.model import Message
 
 from .controller_state import BrokerEvent, ControllerConfig, ControllerState
 from .errors import Errors
-from .safe_log import RateLimiter, describe
 from .server import Connection, FrameServer, Served
 
 __all__ = ["ControllerEndpoint"]
 
 _log = logging.getLogger("ctrlbatch.sim.controller")
 REGISTRATION_APIS = frozenset({62, 63})
-EVENTS_KEPT = 10000
-FENCE_RETRY_S = 0.1
-
-
-def _decode(frame: bytes) -> DecodedRequest:
-    """decode_request, with anything it might raise besides DecodeError made one (a codec bug
-    must close the connection, not leave the request unanswered)."""
-    try:
-        return decode_request(frame)
-    except DecodeError:
-        raise
-    except Exception as e:  # noqa: BLE001 - see the docstring
-        raise DecodeError(f"the decoder failed: {describe(e)}", message="request") from None
 
 
 class ControllerEndpoint(Served):
@@ -83,11 +58,8 @@ class ControllerEndpoint(Served):
         self.on_events = on_events
         self.on_renounce = on_renounce
         self.clock = clock
-        self.events: collections.deque[BrokerEvent] = collections.deque(maxlen=EVENTS_KEPT)
-        self.failures = 0
-        """Failures caught and logged: callbacks that raised, fencing rounds that failed."""
-        self.limiter = RateLimiter(burst=20, interval_s=10.0)
-        self.server = FrameServer("controller", REGISTRATION_APIS, self._handle, host=host, port=port, decode=_decode)
+        self.events: list[BrokerEvent] = []
+        self.server = FrameServer("controller", REGISTRATION_APIS, self._handle, host=host, port=port)
         self._expiry: asyncio.Task[None] | None = None
         self._stalled_until = 0.0
 
@@ -109,40 +81,14 @@ class ControllerEndpoint(Served):
             self._expiry = None
         await self.server.close()
 
-    @property
-    def fencing(self) -> bool:
-        """Is the session-expiry task running?"""
-        return self._expiry is not None and not self._expiry.done()
-
-    def _log(self, level: int, kind: str, message: str, *args: object) -> None:
-        """One log line, unless lines of this kind are being rate-limited (then counted)."""
-        admitted, suppressed = self.limiter.admit(kind)
-        if admitted:
-            more = f" [{suppressed} similar suppressed]" if suppressed else ""
-            _log.log(level, message + more, *args)
-
-    def _failed(self, what: str, e: BaseException) -> None:
-        self.failures += 1
-        self._log(logging.ERROR, what, "controller endpoint: %s failed: %s", what, describe(e))
-
     def _emit(self, events: list[BrokerEvent]) -> None:
         if not events:
             return
         self.events.extend(events)
         for e in events:
-            self._log(logging.INFO, f"event {e.kind.value}", "broker %d %s (epoch %d)", e.broker_id, e.kind.value, e.epoch)
+            _log.info("broker %d %s (epoch %d)", e.broker_id, e.kind.value, e.epoch)
         if self.on_events is not None:
-            try:
-                self.on_events(events)
-            except Exception as e:  # noqa: BLE001 - the state has changed; the answer must still go out
-                self._failed(f"applying {', '.join(f'broker {x.broker_id} {x.kind.value}' for x in events[:3])}", e)
-
-    def _renounced(self) -> None:
-        if self.on_renounce is not None:
-            try:
-                self.on_renounce(self.state.leader_epoch)
-            except Exception as e:  # noqa: BLE001
-                self._failed(f"starting controller term {self.state.leader_epoch}", e)
+            self.on_events(events)
 
     def stall(self, seconds: float) -> None:
         """Fault: the event queue is blocked for ``seconds`` from now (an overloaded controller).
@@ -165,26 +111,20 @@ class ControllerEndpoint(Served):
                 response, events = self.state.heartbeat(body, self.now_ms(), received_ms=received_ms)
             else:  # the server only lets 62 and 63 through
                 return None
-        except Exception as e:  # a bug: UNKNOWN_SERVER_ERROR and a failover, as QuorumController does (EHEI:67-101, QC:551-553)
-            self._failed(f"handling {type(body).__name__}", e)
+        except Exception:  # a bug: UNKNOWN_SERVER_ERROR and a failover, as QuorumController does (EHEI:67-101, QC:551-553)
+            _log.exception("controller endpoint: error handling %s", type(body).__name__)
             self.state.renounce(self.now_ms())
             cls = BrokerRegistrationResponse if isinstance(body, BrokerRegistrationRequest) else BrokerHeartbeatResponse
             response, events = cls(error_code=Errors.UNKNOWN_SERVER_ERROR), []
         self._emit(events)
-        if self.state.leader_epoch != leader_epoch:
-            self._renounced()
+        if self.state.leader_epoch != leader_epoch and self.on_renounce is not None:
+            self.on_renounce(self.state.leader_epoch)
         return response
 
     async def _fence_loop(self) -> None:
         while True:
-            try:
-                nxt = self.state.next_expiry_ms()
-                wait = 0.1 if nxt is None else min(0.1, max(0.0, (nxt - self.now_ms() + 1) / 1000))
-                await asyncio.sleep(wait)
-                if self.clock() >= self._stalled_until:  # the fencing event waits in the same queue
-                    self._emit(self.state.fence_stale_brokers(self.now_ms()))
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001 - fencing must go on for the other brokers
-                self._failed("fencing expired sessions", e)
-                await asyncio.sleep(FENCE_RETRY_S)
+            nxt = self.state.next_expiry_ms()
+            wait = 0.1 if nxt is None else min(0.1, max(0.0, (nxt - self.now_ms() + 1) / 1000))
+            await asyncio.sleep(wait)
+            if self.clock() >= self._stalled_until:  # the fencing event waits in the same queue
+                self._emit(self.state.fence_stale_brokers(self.now_ms()))

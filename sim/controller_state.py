@@ -17,26 +17,12 @@ Rules (kafka-broker-registration.md, cited §):
   (REQUEST_TIMED_OUT) and only refreshes the broker's contact. ``fence_stale_brokers(now_ms)``
   fences unfenced brokers whose session expired, oldest contact first (§4.1).
 - Events (BrokerEvent) tell the caller what changed in the cluster view (§5's mapping).
-- A registration is checked completely before anything changes; only then is it applied.
-- Bounded and amortised O(1) per request: ``max_brokers`` bounds the registrations. A new broker
-  id beyond it takes the place of the registration fenced or in contact longest ago, if that one
-  has been out of contact for a whole session time-out (FORGOTTEN); otherwise it is refused with
-  POLICY_VIOLATION (44), the error Kafka's controller gives an operation that would exceed one of
-  its bounds (EventHandlerExceptionInfo maps BoundedListTooLongException to
-  PolicyViolationException, EHEI:67-101; no failover, and the broker retries). Kafka itself has no
-  such bound. Sessions are kept in two insertion-ordered maps (unfenced, fenced), each oldest
-  contact first, as BrokerHeartbeatManager keeps its unfenced list (BHM:453-465); log dirs in an
-  index from dir to owner. So neither a registration nor a heartbeat nor the expiry check scans
-  every broker (except a controlled-shutdown heartbeat, which needs the lowest active offset).
-- Time never goes backwards here: a ``now_ms`` below the latest seen counts as the latest (the
-  endpoint's clock is monotonic); that keeps the ordered maps sorted by contact.
 """
 
 from __future__ import annotations
 
 import enum
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 
 import attrs
@@ -55,7 +41,6 @@ __all__ = ["BrokerEvent", "ControlState", "ControllerConfig", "ControllerState",
 
 METADATA_VERSION = "metadata.version"
 KNOWN_SECURITY_PROTOCOLS = frozenset({0, 1, 2, 3})
-DEFAULT_MAX_BROKERS = 10000
 
 
 class ControlState(enum.Enum):
@@ -82,8 +67,6 @@ class EventKind(enum.Enum):
     UNFENCED = "unfenced"
     CONTROLLED_SHUTDOWN = "controlled-shutdown"
     SHUTDOWN_NOW = "shutdown-now"
-    FORGOTTEN = "forgotten"
-    """A fenced registration out of contact for a session was dropped to make room (max_brokers)."""
 
 
 @attrs.frozen
@@ -107,8 +90,6 @@ class ControllerConfig:
     inter_broker_listener_name: str = "PLAINTEXT"
     finalized_features: tuple[tuple[str, int], ...] = ()
     """Finalized levels besides metadata.version (kraft.version is 0 in a static 3.9 quorum)."""
-    max_brokers: int = DEFAULT_MAX_BROKERS
-    """At most this many registrations (broker ids) are kept; see the module rules."""
 
     def __attrs_post_init__(self) -> None:
         if not self.cluster_id:
@@ -117,8 +98,6 @@ class ControllerConfig:
             raise ValueError(f"session_timeout_ms must be > 0, got {self.session_timeout_ms}")
         if self.heartbeat_interval_ms <= 0:
             raise ValueError(f"heartbeat_interval_ms must be > 0, got {self.heartbeat_interval_ms}")
-        if self.max_brokers < 1:
-            raise ValueError(f"max_brokers must be >= 1, got {self.max_brokers}")
 
     def finalized(self) -> dict[str, int]:
         levels = dict(self.finalized_features)
@@ -168,12 +147,6 @@ class ControllerState:
         self.active = True
         self.leader_epoch = 1
         """The raft leader epoch: one more each time the controller renounces and is elected again."""
-        self._unfenced: OrderedDict[int, None] = OrderedDict()
-        """Broker ids not fenced, oldest contact first (the session expiry order)."""
-        self._fenced: OrderedDict[int, None] = OrderedDict()
-        """Broker ids fenced, least recently fenced or in contact first (the eviction order)."""
-        self._dir_owner: dict[uuid.UUID, int] = {}
-        self._latest_ms = 0
 
     def __repr__(self) -> str:
         return f"ControllerState({self.config.cluster_id!r}, {len(self.registrations)} brokers, next offset {self.next_offset})"
@@ -183,41 +156,10 @@ class ControllerState:
         self.next_offset += 1
         return offset
 
-    def _now(self, now_ms: int) -> int:
-        self._latest_ms = max(self._latest_ms, now_ms)
-        return self._latest_ms
-
     @property
     def high_watermark(self) -> int:
         """The offset of the last record written (committed at once here)."""
         return self.next_offset - 1
-
-    # ------------------------------------------------------------------ soft state bookkeeping
-
-    def _queue_of(self, state: ControlState) -> OrderedDict[int, None]:
-        return self._fenced if state.fenced else self._unfenced
-
-    def _touch(self, reg: Registration, now_ms: int) -> None:
-        """Contact now: the broker moves to the end of its session queue."""
-        reg.last_contact_ms = now_ms
-        q = self._queue_of(reg.state)
-        q[reg.broker_id] = None
-        q.move_to_end(reg.broker_id)
-
-    def _set_state(self, reg: Registration, state: ControlState) -> None:
-        if state.fenced != reg.state.fenced:
-            self._queue_of(reg.state).pop(reg.broker_id, None)
-            self._queue_of(state)[reg.broker_id] = None
-        reg.state = state
-
-    def _forget(self, broker_id: int) -> Registration:
-        reg = self.registrations.pop(broker_id)
-        self._fenced.pop(broker_id, None)
-        self._unfenced.pop(broker_id, None)
-        for d in reg.log_dirs:
-            if self._dir_owner.get(d) == broker_id:
-                del self._dir_owner[d]
-        return reg
 
     # ------------------------------------------------------------------ registration
 
@@ -242,22 +184,14 @@ class ControllerState:
             return Errors.UNKNOWN_SERVER_ERROR
         if not self._features_supported(req):
             return Errors.UNSUPPORTED_VERSION
-        if existing is None and len(self.registrations) >= cfg.max_brokers and self._evictable(now_ms) is None:
-            return Errors.POLICY_VIOLATION
         return Errors.NONE
-
-    def _evictable(self, now_ms: int) -> int | None:
-        """The registration a new broker id may replace at max_brokers: see the module rules."""
-        for broker_id in self._fenced:  # the first only: O(1)
-            reg = self.registrations[broker_id]
-            return broker_id if reg.last_contact_ms + self.config.session_timeout_ms < now_ms else None
-        return None
 
     def _bad_log_dirs(self, req: BrokerRegistrationRequest) -> bool:
         dirs = req.log_dirs
         if not dirs or any(_reserved_dir(d) for d in dirs) or len(set(dirs)) != len(dirs):
             return True
-        return any(self._dir_owner.get(d, req.broker_id) != req.broker_id for d in dirs)
+        owned = {d for r in self.registrations.values() if r.broker_id != req.broker_id for d in r.log_dirs}
+        return any(d in owned for d in dirs)
 
     def _features_supported(self, req: BrokerRegistrationRequest) -> bool:
         """ClusterCM:429-456: every finalized level inside the broker's range ([0, 0] when unlisted;
@@ -277,20 +211,12 @@ class ControllerState:
             return BrokerRegistrationResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED), []
         if not self.active:
             return BrokerRegistrationResponse(error_code=Errors.NOT_CONTROLLER), []
-        now_ms = self._now(now_ms)
         code = self._check_registration(req, now_ms)
         if code == Errors.UNKNOWN_SERVER_ERROR:
             self.renounce(now_ms)
         if code != Errors.NONE:
             return BrokerRegistrationResponse(error_code=code), []
-        # checked: from here on the registration is applied
-        events: list[BrokerEvent] = []
         existing = self.registrations.get(req.broker_id)
-        if existing is None and len(self.registrations) >= self.config.max_brokers:
-            victim = self._evictable(now_ms)
-            assert victim is not None  # _check_registration made sure
-            gone = self._forget(victim)
-            events.append(BrokerEvent(EventKind.FORGOTTEN, gone.broker_id, gone.epoch))
         offset = self._append()
         listeners = {lst.name: (lst.name, lst.host, lst.port, lst.security_protocol) for lst in req.listeners}
         record_dirs = tuple(req.log_dirs) if self.config.metadata_version.is_at_least(MetadataVersion.IBP_3_7_IV2) else ()
@@ -309,20 +235,13 @@ class ControllerState:
             reg.epoch, reg.state = existing.epoch, existing.state
             reg.metadata_offset = existing.metadata_offset
             reg.controlled_shutdown_offset = existing.controlled_shutdown_offset
-        if existing is not None:
-            self._forget(req.broker_id)
         self.registrations[req.broker_id] = reg
-        for d in record_dirs:
-            self._dir_owner[d] = req.broker_id
-        self._touch(reg, now_ms)
-        events.append(BrokerEvent(kind, reg.broker_id, reg.epoch))
-        return BrokerRegistrationResponse(error_code=Errors.NONE, broker_epoch=reg.epoch), events
+        return BrokerRegistrationResponse(error_code=Errors.NONE, broker_epoch=reg.epoch), [BrokerEvent(kind, reg.broker_id, reg.epoch)]
 
     # ------------------------------------------------------------------ heartbeat
 
     def _lowest_active_offset(self) -> int | None:
-        offsets = [self.registrations[b].metadata_offset for b in self._unfenced
-                   if self.registrations[b].state == ControlState.UNFENCED]
+        offsets = [r.metadata_offset for r in self.registrations.values() if r.state == ControlState.UNFENCED]
         return min(offsets) if offsets else None
 
     def _next_state(self, reg: Registration, req: BrokerHeartbeatRequest) -> ControlState:
@@ -360,11 +279,10 @@ class ControllerState:
             return BrokerHeartbeatResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED), []
         if not self.active:
             return BrokerHeartbeatResponse(error_code=Errors.NOT_CONTROLLER), []
-        now_ms = self._now(now_ms)
         reg = self.registrations.get(req.broker_id)
         if received_ms is not None and now_ms - received_ms > self.config.heartbeat_interval_ms // 2:
             if reg is not None and req.broker_epoch == reg.epoch:
-                self._touch(reg, now_ms)
+                reg.last_contact_ms = now_ms
                 reg.metadata_offset = req.current_metadata_offset
             return BrokerHeartbeatResponse(error_code=Errors.REQUEST_TIMED_OUT), []
         if reg is None or req.broker_epoch != reg.epoch:
@@ -376,8 +294,8 @@ class ControllerState:
             if nxt == ControlState.CONTROLLED_SHUTDOWN:
                 reg.controlled_shutdown_offset = offset
             events.append(BrokerEvent(_EVENT_OF_STATE[nxt], reg.broker_id, reg.epoch))
-            self._set_state(reg, nxt)
-        self._touch(reg, now_ms)
+            reg.state = nxt
+        reg.last_contact_ms = now_ms
         reg.metadata_offset = req.current_metadata_offset
         return BrokerHeartbeatResponse(
             error_code=Errors.NONE, is_caught_up=req.current_metadata_offset >= reg.record_offset,
@@ -391,10 +309,9 @@ class ControllerState:
         quorum it is elected again (leader epoch + 1) and rebuilds the heartbeat soft state from the
         registrations (ClusterCM:322-327): fenced and shutdown flags kept, every broker in contact
         now, metadata and controlled-shutdown offsets unknown. Fencing may then take a full session."""
-        now_ms = self._now(now_ms)
         self.leader_epoch += 1
         for r in self.registrations.values():
-            r.last_contact_ms = now_ms  # everyone at once: the queues' order stays valid
+            r.last_contact_ms = now_ms
             r.metadata_offset = -1
             r.controlled_shutdown_offset = -1
 
@@ -402,20 +319,18 @@ class ControllerState:
 
     def next_expiry_ms(self) -> int | None:
         """When the earliest unfenced session expires, if any is unfenced."""
-        for broker_id in self._unfenced:  # the oldest contact: O(1)
-            return self.registrations[broker_id].last_contact_ms + self.config.session_timeout_ms
-        return None
+        times = [r.last_contact_ms + self.config.session_timeout_ms for r in self.registrations.values() if not r.state.fenced]
+        return min(times) if times else None
 
     def fence_stale_brokers(self, now_ms: int) -> list[BrokerEvent]:
         """Fence every unfenced broker whose session expired, one record each, oldest first."""
-        now_ms = self._now(now_ms)
+        stale = sorted((r for r in self.registrations.values()
+                        if not r.state.fenced and not r.session_valid(now_ms, self.config.session_timeout_ms)),
+                       key=lambda r: r.last_contact_ms)
         events = []
-        while self._unfenced:
-            r = self.registrations[next(iter(self._unfenced))]
-            if r.session_valid(now_ms, self.config.session_timeout_ms):
-                break
+        for r in stale:
             self._append()
-            self._set_state(r, ControlState.FENCED)
+            r.state = ControlState.FENCED
             events.append(BrokerEvent(EventKind.FENCED, r.broker_id, r.epoch))
         return events
 

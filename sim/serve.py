@@ -3,9 +3,7 @@
 Rules: --host must be a loopback address and --port in 0..65535 (a CommandError names the
 option); a server that cannot bind is a CommandError, not a traceback. The first line of standard
 output is ``listening on HOST:PORT`` (flushed at once, for scripts that start a server on port 0);
-SIGINT and SIGTERM end the serving cleanly (exit 0); logging goes to standard error. The loop's
-exception handler is rate-limited (safe_log.loop_exception_handler): accept() failing for lack
-of file descriptors logs once, then a summary of its repeats, instead of a traceback per try.
+SIGINT and SIGTERM end the serving cleanly (exit 0); logging goes to standard error.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from typing import Protocol
 from ctrlbatch.common import CommandError
 
 from .loopback import check_loopback
-from .safe_log import loop_exception_handler
 
 __all__ = ["announce", "check_address", "configure_logging", "start_and_announce", "until_signalled"]
 
@@ -46,7 +43,6 @@ def check_address(host: str, port: int) -> None:
 
 async def start_and_announce(server: _Server, host: str, port: int) -> None:
     """Start listening (host and port as asked) and print the first line with the bound port."""
-    asyncio.get_running_loop().set_exception_handler(loop_exception_handler())
     try:
         await server.start()
     except OSError as e:
