@@ -572,12 +572,12 @@ def _check_recovery_state(record: MetadataRecord, value: int) -> None:
         raise MetadataReplayError(record, f"unknown leaderRecoveryState {value}")
 
 
-D = TypeVar("D", bound=Message)
+_D = TypeVar("_D", bound=Message)
 # The data argument is the record's data, an instance of the row's class (see the module rules).
 _Replay = Callable[[_Delta, MetadataRecord, Any], None]
 
 
-def _on(cls: type[D], replay: Callable[[_Delta, MetadataRecord, D], None]) -> tuple[int, _Replay]:
+def _on(cls: type[_D], replay: Callable[[_Delta, MetadataRecord, _D], None]) -> tuple[int, _Replay]:
     """A row of the dispatch table: cls's record type id, and a replay that mypy checks takes a cls."""
     if cls.API_KEY is None:
         raise TypeError(f"{cls.__name__} is not a metadata record")
