@@ -11,7 +11,6 @@ the controller connects to loopback brokers only unless --allow-remote-brokers i
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 
 from ctrlbatch.common import CommandError
@@ -23,7 +22,16 @@ from .controller_server import ControllerEndpoint
 from .controller_state import DEFAULT_MAX_BROKERS, BrokerEvent, ControllerConfig
 from .membership import Membership
 from .safe_log import install as install_safe_logging
-from .serve import check_address, configure_logging, start_and_announce, until_signalled
+from .serve import (
+    add_connection_options,
+    check_address,
+    configure_logging,
+    connection_limits,
+    raise_fd_limit,
+    run_serving,
+    start_and_announce,
+    until_signalled,
+)
 
 _log = logging.getLogger("ctrlbatch.sim.controller")
 
@@ -42,6 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-remote-brokers", action="store_true",
                         help="also connect to brokers whose PLAINTEXT listener is not a loopback IP address")
     parser.add_argument("--quiet", action="store_true", help="log only errors on standard error")
+    add_connection_options(parser)
 
 
 def _config(args: argparse.Namespace) -> ControllerConfig:
@@ -65,11 +74,13 @@ def run(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.controller_id < 0:
         raise CommandError(f"--controller-id must be >= 0, got {args.controller_id}")
+    connection_limits(args)
     check_address(args.host, args.port)
     configure_logging(not args.quiet)
     safe = install_safe_logging(quiet=args.quiet)
+    raise_fd_limit()
     try:
-        return asyncio.run(_serve(args, config))
+        return run_serving(_serve(args, config))
     finally:
         safe.flush()  # how many lines of each kind were suppressed and not yet summarised
 
@@ -84,6 +95,7 @@ async def _serve(args: argparse.Namespace, config: ControllerConfig) -> int:
         membership.apply(endpoint.state.registrations, events)
 
     endpoint = ControllerEndpoint(config, host=args.host, port=args.port, on_events=on_events)
+    endpoint.server.configure(connection_limits(args))
     channel.startup()
     try:
         await start_and_announce(endpoint, args.host, args.port)

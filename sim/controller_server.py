@@ -54,7 +54,7 @@ EVENTS_KEPT = 10000
 FENCE_RETRY_S = 0.1
 
 
-def _decode(frame: bytes) -> DecodedRequest:
+def _decode(frame: bytearray) -> DecodedRequest:
     """decode_request, with anything it might raise besides DecodeError made one (a codec bug
     must close the connection, not leave the request unanswered)."""
     try:
