@@ -3,12 +3,17 @@
 Rules of this module: both engines are driven through ``execute`` so that everything around
 them (the output directory, summary.json, report.png, the printed text) is the same code;
 the engines differ only in how rows and the summary are produced. Output is committed only
-after every part is written (``OutputDir``), so a failed run leaves no DIR behind.
+after every part is written (``OutputDir``), so a failed run leaves no DIR behind. On a failure
+(or SIGINT/SIGTERM) the Spark session is stopped before the temporary directory is removed, so
+no executor writes into it afterwards. An executor's error reaches the user as the same one line
+the local engine gives (``spark_error_line``), never as a Java or Python stack trace. A history
+that yields no batch at all (and skipped nothing) is an error saying the input is empty.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,7 +21,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ctrlbatch.common import Progress
+from ctrlbatch.common import CommandError, Progress
 from ctrlbatch.context import MetadataVersion
 
 from .errors import ReadStats
@@ -122,6 +127,8 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
             summary, stats, rows = _run_local(job, history, out)
         else:
             summary, stats, rows = _run_spark(job, out, phases)
+        if stats.batches == 0 and not stats.corrupt:
+            raise CommandError(f"{job.path}: the input is empty: it holds no record batch to replay")
         outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases)
         if out is not None:
             write_json(out.summary_path, outcome.to_dict())
@@ -158,24 +165,57 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
     from .spark_progress import StageProgress
     from .spark_session import spark_session
 
-    spark = spark_session(job.master)
+    spark = spark_session(job.master, quiet=not job.progress)
     # Absolute paths: executors of a cluster do not run in the driver's working directory.
     snapshot = job.from_snapshot
     if snapshot is not None and snapshot != "newest":
         snapshot = os.path.abspath(snapshot)
     source = HistorySource(os.path.abspath(job.path), snapshot, job.skip_corrupt)
-    with StageProgress(spark, enabled=job.progress):
-        result = replay_spark(
-            spark,
-            source,
-            job.options(),
-            coalesce=job.coalesce,
-            requests_dir=None if out is None else out.requests_dir,
-            with_frames=job.with_frames,
-            unit_bytes=job.unit_bytes,
-        )
+    try:
+        with StageProgress(spark, enabled=job.progress):
+            result = replay_spark(
+                spark,
+                source,
+                job.options(),
+                coalesce=job.coalesce,
+                requests_dir=None if out is None else out.requests_dir,
+                with_frames=job.with_frames,
+                unit_bytes=job.unit_bytes,
+            )
+    except CommandError:
+        raise
+    except Exception as e:
+        line = spark_error_line(e)
+        if line is None:
+            raise
+        raise CommandError(line) from None
+    except BaseException:  # SIGINT, SIGTERM: stop the executors before DIR.tmp-* is removed
+        if out is not None:
+            spark.stop()
+        raise
     phases.update(result.seconds)
     return result.summary, result.stats, result.rows
+
+
+MAX_ERROR_CHARS = 400  # an error line shows at most this much of an executor's message
+
+# The last "Name: message" line of a Python traceback relayed by Spark (an executor's OSError, ...).
+_RELAYED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.M)
+
+
+def spark_error_line(e: BaseException) -> str | None:
+    """The one line the user sees for a failed Spark job, from the last Python error a worker
+    relayed (``PermissionError: [Errno 13] Permission denied: 'x'``), bounded; None if the
+    failure carries none (then it is a bug and keeps its trace)."""
+    found = _RELAYED.findall(str(e))
+    python = [(name, text) for name, text in found if not name.startswith(("org.", "java.", "py4j."))]
+    if not python:
+        return None
+    name, text = python[-1]
+    text = text.strip()
+    if len(text) > MAX_ERROR_CHARS:
+        text = f"{text[:MAX_ERROR_CHARS]}... ({len(text):,} characters)"
+    return f"the Spark job failed: {name.rsplit('.', 1)[-1]}: {text}"
 
 
 MAX_BROKER_LINES = 20
