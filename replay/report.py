@@ -9,8 +9,8 @@ Rules of this module:
 - Any int64 timestamp is drawn. Bucket edges are computed with Python integers (exact; no
   float rounding or int64 overflow at the ends of the range) and brokers are found by binary
   search (a table indexed by broker id would cost memory in the id range: 16 GiB for ids 0 and
-  2^31-1). A history inside the years 1-9999 (what matplotlib can show as dates) gets a UTC
-  date axis; any other gets an axis of seconds after its first timestamp, and says why.
+  2^31-1). A history well inside the years 1-9999 (what matplotlib can show as dates, with a
+  margin for the axis and its ticks) gets a UTC date axis; any other gets an axis of seconds after its first timestamp, and says why.
 - Three panels sharing the time axis: all brokers together (requests as bars, bytes as a
   line), then one heat map row per broker for requests and one for bytes.
 """
@@ -105,7 +105,8 @@ def _time_axis(edges_ms: Any, mdates: Any) -> tuple[Any, str | None]:
     import numpy as np
 
     first, last = int(edges_ms[0]), int(edges_ms[-1])
-    if DATE_MIN_MS <= first and last <= DATE_MAX_MS:
+    margin = (last - first) // 10 + 86_400_000  # the axis and its ticks reach a little beyond the data
+    if DATE_MIN_MS + margin <= first and last <= DATE_MAX_MS - margin:
         return mdates.date2num(edges_ms.astype("datetime64[ms]").astype("datetime64[us]").tolist()), None
     seconds = np.array([(int(e) - first) / 1000 for e in edges_ms], dtype=np.float64)
     label = (
@@ -181,6 +182,7 @@ def draw_report(timeline: BrokerTimeline, path: Path, *, title: str) -> None:
         ax.set_yticks(ticks, [str(timeline.brokers[i]) for i in ticks])
         fig.colorbar(image, ax=ax, label=f"{label} per broker per bucket", pad=0.01)
     bucket_s = (int(timeline.edges_ms[1]) - int(timeline.edges_ms[0])) / 1000
+    axes[2].set_xlim(x[0], x[-1])
     if seconds_label is None:
         axes[2].set_xlabel(f"time (UTC), {len(x) - 1} buckets of {bucket_s:,.1f} s")
         locator = mdates.AutoDateLocator()
