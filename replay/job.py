@@ -191,10 +191,25 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
         raise CommandError(line) from None
     except BaseException:  # SIGINT, SIGTERM: stop the executors before DIR.tmp-* is removed
         if out is not None:
-            spark.stop()
+            _stop_executors(spark)
         raise
     phases.update(result.seconds)
     return result.summary, result.stats, result.rows
+
+
+def _stop_executors(spark: Any) -> None:
+    """Stop Spark so that no task writes into the output after this; an interrupted Py4J call
+    can leave the gateway unusable, and then the JVM (with its local executors and their Python
+    workers) is ended instead. A cluster's executors stop when the driver's JVM goes."""
+    try:
+        spark.stop()
+        return
+    except Exception:  # noqa: BLE001 - the gateway is broken: end the JVM below
+        pass
+    proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=30)
 
 
 MAX_ERROR_CHARS = 400  # an error line shows at most this much of an executor's message
