@@ -70,11 +70,12 @@ NAME_LIMITS: dict[tuple[int, str], tuple[int, str]] = {
 }
 
 
-def checked_number(key: str, value: Any) -> int:
-    """value as the LINE_FIELDS field key, or LineError naming the field, its range and the value."""
+def checked_number(key: str, value: Any, name: str | None = None) -> int:
+    """value as the LINE_FIELDS field key, or LineError naming the field (as the input calls it:
+    name, default key), its range and the value."""
     (lo, hi), what = LINE_FIELDS[key]
     if type(value) is not int or not lo <= value <= hi:
-        raise LineError(f'"{key}" must be {what} ({lo}..{hi}), not {quoted(value)}')
+        raise LineError(f'"{name or key}" must be {what} ({lo}..{hi}), not {quoted(value)}')
     return int(value)
 
 

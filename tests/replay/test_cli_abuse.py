@@ -208,3 +208,23 @@ def test_spark_sigterm_while_writing_leaves_no_temporary_directory(tmp_path: Pat
     time.sleep(1.0)  # an executor still writing would recreate DIR.tmp-*/requests now
     assert list(work.iterdir()) == []
     assert _spark_dirs() <= before
+
+
+def test_an_executor_error_relayed_by_spark_becomes_one_bounded_line() -> None:
+    from ctrlbatch.replay.job import MAX_ERROR_CHARS, spark_error_line
+
+    relayed = (
+        "An error occurred while calling o93.collect.\n"
+        ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 1.0 failed\n"
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+        '  File "/x/replay/segments.py", line 321, in read_segment\n'
+        "PermissionError: [Errno 13] Permission denied: '/data/00000000000000000000.log'\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:1)\n"
+        "java.lang.IllegalStateException: whatever the JVM adds last\n"
+    )
+    assert spark_error_line(Exception(relayed)) == (
+        "the Spark job failed: PermissionError: [Errno 13] Permission denied: '/data/00000000000000000000.log'"
+    )
+    huge = spark_error_line(Exception("ValueError: " + "v" * 1_000_000))
+    assert huge is not None and len(huge) < MAX_ERROR_CHARS + 100 and huge.endswith("(1,000,000 characters)")
+    assert spark_error_line(Exception("org.apache.spark.SparkException: only the JVM speaks")) is None

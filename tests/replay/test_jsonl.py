@@ -486,3 +486,19 @@ def test_a_60_mb_topic_name_is_refused_at_its_line_within_bounded_memory(tmp_pat
                        "Kafka allows at most 32,767") as e:
         list(read_jsonl(path))
     assert len(str(e.value)) < 400
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("partitionLeaderEpoch", 1 << 31), ("CreateTime", -(1 << 63) - 1), ("baseOffset", 1 << 63), ("lastOffset", -1)],
+)
+def test_dump_batch_numbers_beyond_their_range_name_line_and_field(tmp_path: Path, field: str, value: int) -> None:
+    fields = {"baseOffset": 0, "lastOffset": 0, "partitionLeaderEpoch": 1, "CreateTime": 5, field: value}
+    dump = tmp_path / "d.txt"
+    dump.write_text(
+        f"baseOffset: {fields['baseOffset']} lastOffset: {fields['lastOffset']} count: 1 "
+        f"partitionLeaderEpoch: {fields['partitionLeaderEpoch']} isControl: false CreateTime: {fields['CreateTime']} "
+        "isvalid: true\n| offset: 0 payload: {\"type\":\"NO_OP_RECORD\",\"version\":0,\"data\":{}}\n"
+    )
+    with pytest.raises(ReplayInputError, match=f'line 1: "{field}" must be '):
+        list(read_dump(dump))
