@@ -206,7 +206,12 @@ def _stop_executors(spark: Any) -> None:
         return
     except Exception:  # noqa: BLE001 - the gateway is broken: end the JVM below
         pass
-    proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    sc = spark.sparkContext
+    accumulators = getattr(sc, "_accumulatorServer", None)
+    if accumulators is not None:  # its handler thread reads from the JVM: end it quietly, no EOFError trace
+        accumulators.server_shutdown = True
+        accumulators.handle_error = lambda request, address: None
+    proc = getattr(getattr(sc, "_gateway", None), "proc", None)
     if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait(timeout=30)
