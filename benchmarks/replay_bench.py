@@ -1,4 +1,4 @@
-"""Replay benchmark: the sequential engine against the Spark engine on local[2], and Spark's scaling.
+"""Replay benchmark: both engines against the physical floor (SHA-256 of every frame), and their scaling.
 
     .venv/bin/python benchmarks/replay_bench.py                      # 10M and 1M records (hours on 2 cores)
     .venv/bin/python benchmarks/replay_bench.py --records 1000000 --small 100000
@@ -7,16 +7,25 @@
 
 What it does, in one run: generate (or reuse, cached under --cache keyed by the parameters) a
 log of --records records with the generator's default mix (100 brokers, 50,000 partitions by
-default) and one of --small records; run ``ctrlbatch replay`` on each as a separate process:
-the Spark engine (--master local[2]) on both, then the sequential engine on the big log. Each run
-writes its full output (Parquet, summary.json, report.png) to a scratch directory. Measured:
-wall time of the process, and the peak RSS of the driver Python process (VmHWM from /proc,
-polled; the JVM and Python workers are other processes). Printed: the times, spark/sequential
-on the big log, time(big)/time(small) for Spark, driver memory small vs big, and the load
-average before and after (the machine may be shared: ratios from one run are the figures).
-Results of each stage are also kept in --cache/results.json so stages can run separately.
-Targets (issue 6): Spark on 2 cores >= 1.7x faster than sequential; time(10M)/time(1M) <= 11;
-driver memory flat in the log size.
+default) and one of --small records; run ``ctrlbatch replay`` on each as a separate process, the
+Spark engine (--master local[2]) and the sequential engine on both logs. Each run writes its full
+output (Parquet with every frame's sha256, summary.json, report.png) to a scratch directory.
+
+Measured per run: wall time; the driver Python process's peak RSS (VmHWM, polled); the CPU time
+of the whole process tree (driver, JVM, Python workers: /proc polled, the last reading of each
+process kept); and the run's serial CPU, the work that runs in one task or on the driver (the
+driver Python process's CPU plus the planning task's time, which is one task). The floor is
+measured in the same run on the same machine: SHA-256 over a buffer on one core and on every core
+at once (separate processes), and the output demands exactly one hash of every frame byte, so
+floor = frame bytes / (hash rate per core x the cores the engine used).
+
+Printed: each engine's time and its ratio to its floor, the serial share of Spark's CPU time
+(Amdahl: a cluster cannot run the job faster than 1/share), time per partition state from the
+small to the big log, and driver peak RSS small vs big, with the load average beside each run.
+Results of each stage are kept in --cache/results.json, so stages can run separately (--only).
+Targets (issue 13): Spark local[2] <= 3x its floor at 10M and <= 5x at 1M; sequential <= 3x its
+one-core floor at 10M; serial work <= 5% of the run's CPU; time per partition state 1M -> 10M
+<= 1.1x for both engines; driver peak RSS 1M -> 10M <= 1.1x.
 """
 
 from __future__ import annotations
@@ -67,117 +76,199 @@ def _hwm_kib(pid: int) -> int | None:
     return None
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """utime + stime of one process (seconds), or None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(root: int) -> set[int]:
+    """Every live process below ``root`` (one scan of /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def measure_floor(seconds: float = 2.0, buffer_mib: int = 64) -> dict[str, float]:
+    """SHA-256 throughput (bytes/s) on one core, and per core with every core hashing at once."""
+    cores = os.cpu_count() or 1
+    code = ("import hashlib,os,time\n"
+            f"b=os.urandom({buffer_mib << 20}); n=0; t=time.perf_counter()\n"
+            f"while time.perf_counter()-t<{seconds}: hashlib.sha256(b).digest(); n+=1\n"
+            "print(n*len(b)/(time.perf_counter()-t))")
+
+    def rates(k: int) -> list[float]:
+        procs = [subprocess.Popen([str(PYTHON), "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(k)]
+        return [float(p.communicate()[0]) for p in procs]
+
+    one = max(rates(1) for _ in range(2))[0]  # the better of two: a floor is what the core can do
+    every = rates(cores)
+    return {"per_core": one, "per_core_all_busy": sum(every) / cores, "cores": cores}
+
+
 def run_replay(log: Path, engine: str, out: Path) -> dict[str, Any]:
-    """One ``ctrlbatch replay`` process: wall seconds and the driver's peak RSS (MiB)."""
+    """One ``ctrlbatch replay`` process: wall seconds, the driver's peak RSS (MiB), CPU of the tree."""
     cmd = [str(PYTHON), "-m", "ctrlbatch.cli", "replay", str(log), "--out", str(out), "--quiet", "--engine"]
     cmd += ["local"] if engine == "local" else ["spark", "--master", "local[2]"]
     env = dict(os.environ, PYSPARK_PYTHON=str(PYTHON), PYSPARK_DRIVER_PYTHON=str(PYTHON), SPARK_LOCAL_IP="127.0.0.1", TZ="UTC")
     start = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
+    peak, cpu, driver_cpu = 0, {}, 0.0
     while proc.poll() is None:
         peak = max(peak, _hwm_kib(proc.pid) or 0)
+        driver_cpu = _cpu_seconds(proc.pid) or driver_cpu
+        for pid in _descendants(proc.pid):
+            used = _cpu_seconds(pid)
+            if used is not None:
+                cpu[pid] = max(cpu.get(pid, 0.0), used)
         time.sleep(0.2)
     seconds = time.monotonic() - start
     stdout, stderr = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stdout[-2000:]}\n{stderr[-4000:]}")
     summary = json.loads((out / "summary.json").read_text())
+    phases = summary.get("phases", {})
+    serial = driver_cpu + phases.get("plan", 0.0)  # the driver, and the planning task (one task)
     return {"seconds": seconds, "driver_rss_mib": peak / 1024, "rows": summary["rows"], "summary": summary["summary"],
-            "phases": summary.get("phases", {})}
+            "phases": phases, "cpu_seconds": driver_cpu + sum(cpu.values()), "serial_cpu_seconds": serial,
+            "loadavg": os.getloadavg()[0]}
+
+
+STAGES = {  # stage -> (engine, which log)
+    "spark": ("spark", "big"),
+    "spark-small": ("spark", "small"),
+    "local": ("local", "big"),
+    "local-small": ("local", "small"),
+}
+ENGINE_CORES = {"spark": 2, "local": 1}  # local[2], and the sequential engine's one process
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=10_000_000, help="the big log")
-    ap.add_argument("--small", type=int, default=1_000_000, help="the small log (Spark scaling, driver memory)")
+    ap.add_argument("--small", type=int, default=1_000_000, help="the small log (scaling, driver memory)")
     ap.add_argument("--brokers", type=int, default=100)
     ap.add_argument("--topics", type=int, default=2_000)
     ap.add_argument("--partitions", type=int, default=50_000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--only", choices=["generate", "local", "spark", "spark-small"], action="append",
+    ap.add_argument("--only", choices=["generate", *STAGES], action="append",
                     help="run only these stages (repeatable); results of earlier runs are reused")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ctrlbatch-replay-bench")
     ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
-    stages = set(args.only or ["generate", "local", "spark", "spark-small"])
+    stages = set(args.only or ["generate", *STAGES])
     args.cache.mkdir(parents=True, exist_ok=True)
     results_file = args.cache / "results.json"
     results: dict[str, Any] = json.loads(results_file.read_text()) if results_file.exists() else {}
     load_before = os.getloadavg()
-    big = log_dir(args.cache, args.records, args)
-    small = log_dir(args.cache, args.small, args)
-    # Spark first: a failure there (memory, a straggler) shows before the long sequential run.
-    plan = [("spark", big, args.records), ("spark-small", small, args.small), ("local", big, args.records)]
-    for stage, log, records in plan:
+    logs = {"big": (log_dir(args.cache, args.records, args), args.records),
+            "small": (log_dir(args.cache, args.small, args), args.small)}
+    # Spark first: a failure there (memory, a straggler) shows before the long sequential runs.
+    for stage, (engine, which) in STAGES.items():
         if stage not in stages:
             continue
+        log, records = logs[which]
         with tempfile.TemporaryDirectory(dir=args.cache) as scratch:
-            engine = "local" if stage == "local" else "spark"
             print(f"{stage}: {engine} engine on {records:,} records ...", flush=True)
             r = run_replay(log, engine, Path(scratch) / "out")
             phases = ", ".join(f"{k} {v:.1f} s" for k, v in r["phases"].items())
-            print(f"  {r['seconds']:.1f} s, {r['rows']:,} rows, driver peak RSS {r['driver_rss_mib']:.0f} MiB"
-                  f"{'; ' + phases if phases else ''}", flush=True)
-            results[f"{engine}:{records}"] = {k: r[k] for k in ("seconds", "driver_rss_mib", "rows", "phases")} | {
-                "summary": r["summary"], "loadavg": os.getloadavg()[0], "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+            print(f"  {r['seconds']:.1f} s, {r['rows']:,} rows, driver peak RSS {r['driver_rss_mib']:.0f} MiB, "
+                  f"CPU {r['cpu_seconds']:.0f} s (serial {r['serial_cpu_seconds']:.0f} s), "
+                  f"load {r['loadavg']:.2f}{'; ' + phases if phases else ''}", flush=True)
+            results[f"{engine}:{records}"] = r | {"when": time.strftime("%Y-%m-%d %H:%M:%S")}
             results_file.write_text(json.dumps(results, indent=1))
-    figures = report(results, args.records, args.small, load_before)
+    print("floor: SHA-256 throughput on this machine now ...", flush=True)
+    floor = measure_floor()
+    figures = report(results, args.records, args.small, load_before, floor)
     measured = {k: {"when": v.get("when"), "loadavg": v.get("loadavg")} for k, v in sorted(results.items())}
-    write_results(args.json, "replay_bench", figures, vars(args) | {"measured": measured})
+    write_results(args.json, "replay_bench", figures, vars(args) | {"measured": measured, "floor": floor})
 
 
-def report(results: dict[str, Any], big: int, small: int, load_before: tuple[float, float, float]) -> list[Figure]:
+def _frame_bytes(run: dict[str, Any]) -> int:
+    return int(run["summary"]["totals"]["bytes"])
+
+
+def report(results: dict[str, Any], big: int, small: int, load_before: tuple[float, float, float],
+           floor: dict[str, float]) -> list[Figure]:
     """Print the figures; return them for --json."""
-    figures = []
-    local, spark, spark_small = (results.get(k) for k in (f"local:{big}", f"spark:{big}", f"spark:{small}"))
-    print(f"\nreplay benchmark: {big:,} vs {small:,} records (load average before {load_before[0]:.1f}, "
-          f"now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    for name, r in (("sequential", local), ("spark local[2]", spark)):
-        if r:
-            print(f"  {name:<16} {big:>12,} records: {r['seconds']:8.1f} s  driver {r['driver_rss_mib']:6.0f} MiB")
-    if spark_small:
-        print(f"  {'spark local[2]':<16} {small:>12,} records: {spark_small['seconds']:8.1f} s  "
-              f"driver {spark_small['driver_rss_mib']:6.0f} MiB")
-    if local and spark:
-        same = local["summary"] == spark["summary"] and local["rows"] == spark["rows"]
-        speed = local['seconds'] / spark['seconds']
-        print(f"  spark is {speed:.2f}x the sequential speed (target >= 1.7); "
-              f"same summary and row count: {same}")
+    figures: list[Figure] = []
+    runs = {(e, size): results.get(f"{e}:{n}") for e in ENGINE_CORES for size, n in (("big", big), ("small", small))}
+    print(f"\nreplay benchmark: {big:,} and {small:,} records (load average before {load_before[0]:.2f}, "
+          f"now {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)")
+    print(f"  SHA-256 floor: {floor['per_core'] / 1e9:.2f} GB/s on one core, {floor['per_core_all_busy'] / 1e9:.2f} GB/s "
+          f"per core with all {floor['cores']:.0f} busy")
+    for (engine, size), r in runs.items():
+        if not r:
+            continue
+        n = big if size == "big" else small
+        cores = ENGINE_CORES[engine]
+        floor_s = _frame_bytes(r) / (floor["per_core"] * cores)  # the best rate: all-busy is informative only
+        ratio = r["seconds"] / floor_s
+        limit = 3.0 if size == "big" or engine == "local" else 5.0
+        tenfold = (big, small) == (10_000_000, 1_000_000)
+        target = (engine == "spark" or size == "big") and tenfold
+        name = "Spark local[2]" if engine == "spark" else "sequential"
+        print(f"  {name:<15} {n:>12,} records: {r['seconds']:8.1f} s (load {r.get('loadavg', 0):.2f}), "
+              f"{_frame_bytes(r) / 1e9:.1f} GB of frames, floor {floor_s:.1f} s on {cores} core(s): x{ratio:.1f}"
+              + (f" (target <= {limit:.0f}x)" if target else ""))
         figures.append(Figure(
-            what=f"replay of {big:,} records, Spark local[2] (same summary and rows as sequential: {same})",
-            value=spark["seconds"], unit="s", peer="sequential engine", peer_value=local["seconds"], ratio=speed,
-            ratio_of="speed-up", target="speed-up >= 1.7x", met=speed >= 1.7,
+            what=f"{name} replay of {n:,} records against its floor (SHA-256 of every frame byte on {cores} core(s))",
+            value=r["seconds"], unit="s", peer="SHA-256 floor, same run", peer_value=floor_s, ratio=ratio,
+            ratio_of="time / floor", target=f"ratio <= {limit:.0f}x" if target else None,
+            met=ratio <= limit if target else None,
         ))
-    if spark and spark_small:
-        scaling = spark['seconds'] / spark_small['seconds']
-        memory = spark['driver_rss_mib'] / spark_small['driver_rss_mib']
-        tenfold = (big, small) == (10_000_000, 1_000_000)  # the target is for 10M vs 1M
-        print(f"  spark time({big:,}) / time({small:,}) = {scaling:.2f} "
-              f"(records x{big / small:.0f}; target <= 11 for 10M/1M)")
-        print(f"  driver memory {spark_small['driver_rss_mib']:.0f} MiB -> {spark['driver_rss_mib']:.0f} MiB "
-              f"(x{memory:.2f}; flat = about 1)")
+    spark = runs[("spark", "big")]
+    if spark and spark.get("cpu_seconds"):
+        share = spark["serial_cpu_seconds"] / spark["cpu_seconds"]
+        print(f"  Spark serial work (driver + the planning task): {spark['serial_cpu_seconds']:.0f} s of "
+              f"{spark['cpu_seconds']:.0f} s CPU = {100 * share:.1f}% (target <= 5%; caps any cluster at "
+              f"{1 / share if share else float('inf'):.0f}x one core)")
         figures.append(Figure(
-            what=f"Spark replay time, {big:,} records (x{big / small:.0f} the records)", value=spark["seconds"],
-            unit="s", peer=f"{small:,} records", peer_value=spark_small["seconds"], ratio=scaling,
-            target="ratio <= 11x" if tenfold else None, met=scaling <= 11 if tenfold else None,
+            what=f"Spark serial CPU (driver and one-task work) of a {big:,}-record replay", value=share * 100,
+            unit="% of CPU", peer="the run's CPU time", peer_value=spark["cpu_seconds"], ratio=share,
+            ratio_of="serial / all CPU", target="<= 5%", met=share <= 0.05,
         ))
-        work = spark["summary"]["totals"]["partitions"] / spark_small["summary"]["totals"]["partitions"]
-        per_work = scaling / work
-        print(f"  the work grows x{work:.1f} (partition states in the requests; the small log spends more of itself "
-              f"creating topics): time per partition state x{per_work:.2f} (linear = 1)")
+    for engine in ENGINE_CORES:
+        b, s = runs[(engine, "big")], runs[(engine, "small")]
+        if not (b and s):
+            continue
+        name = "Spark local[2]" if engine == "spark" else "sequential"
+        per_b = b["seconds"] / b["summary"]["totals"]["partitions"]
+        per_s = s["seconds"] / s["summary"]["totals"]["partitions"]
+        growth = per_b / per_s
+        print(f"  {name}: time per partition state {per_s * 1e9:.0f} -> {per_b * 1e9:.0f} s per 1e9 "
+              f"(x{growth:.2f}, target <= 1.1); driver peak RSS {s['driver_rss_mib']:.0f} -> "
+              f"{b['driver_rss_mib']:.0f} MiB (x{b['driver_rss_mib'] / s['driver_rss_mib']:.2f}, target <= 1.1)")
         figures.append(Figure(
-            what=f"Spark replay time per partition state sent, {big:,} vs {small:,} records (linear = 1x)",
-            value=spark["seconds"] / spark["summary"]["totals"]["partitions"] * 1e9, unit="s per 1e9 states",
-            peer=f"{small:,} records",
-            peer_value=spark_small["seconds"] / spark_small["summary"]["totals"]["partitions"] * 1e9,
-            ratio=per_work,
+            what=f"{name} time per partition state sent, {big:,} vs {small:,} records (linear = 1x)",
+            value=per_b * 1e9, unit="s per 1e9 states", peer=f"{small:,} records", peer_value=per_s * 1e9,
+            ratio=growth, target="ratio <= 1.1x", met=growth <= 1.1,
         ))
+        memory = b["driver_rss_mib"] / s["driver_rss_mib"]
         figures.append(Figure(
-            what=f"Spark driver peak RSS, {big:,} records (flat = about 1x)", value=spark["driver_rss_mib"],
-            unit="MiB", peer=f"{small:,} records", peer_value=spark_small["driver_rss_mib"], ratio=memory,
-            target="flat: ratio <= 1.1x", met=memory <= 1.1,
+            what=f"{name} driver peak RSS, {big:,} vs {small:,} records (flat = 1x)", value=b["driver_rss_mib"],
+            unit="MiB", peer=f"{small:,} records", peer_value=s["driver_rss_mib"], ratio=memory,
+            target="ratio <= 1.1x", met=memory <= 1.1,
         ))
+    b, s = runs[("spark", "big")], runs[("local", "big")]
+    if b and s:
+        same = b["summary"] == s["summary"] and b["rows"] == s["rows"]
+        print(f"  both engines, {big:,} records: same summary and row count: {same}")
     return figures
 
 

@@ -21,8 +21,14 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
   the delta grouping's business (deltas.py) and are ignored here; an unknown type is an error.
 - A record Kafka's replay would throw on raises ``MetadataReplayError`` naming the offset, the
   record type and why.
+- Dispatch is a table from record type to a ``_Delta`` method that takes the record's data as
+  its generated class (metadata_classes.py), so mypy checks every field read; a row is made by
+  ``_on(RecordClass, method)``, which takes the type id from the class and has mypy check that
+  the method takes that class. The decoder picks the class by the same type id.
+- ``_Delta`` owns its state: ``replay`` sets the touched flags of the sub-deltas a record
+  creates, ``apply`` reads them.
 - A *partial* image (all brokers, features, only some topics) is allowed wherever the topics a
-  delta touches are present: see ``touched_topics`` / ``needs_full_image`` in propagator.py.
+  delta touches are present: see ``_touched_topics`` / ``_needs_full_image`` in propagator.py.
 Not kept (no field of LeaderAndIsr v7, UpdateMetadata v8 or StopReplica v4 uses them):
 partition directories and ELR, configs, controllers, broker incarnation ids.
 """
@@ -32,14 +38,29 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
 from ctrlbatch.common import CommandError
 from ctrlbatch.context import Broker, EndPoint, MetadataVersion
+from ctrlbatch.requests.model import Message
 
 from . import records as rec
+from .metadata_classes import (
+    BrokerRegistrationChangeRecord,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RegisterControllerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+from .records import MetadataRecord
 
 __all__ = [
     "EMPTY_IMAGE",
@@ -92,14 +113,13 @@ class MetadataReplayError(CommandError):
 
     ``source`` (the file or input) is prefixed by the engines, which know it."""
 
-    def __init__(self, record: Any, reason: str, *, source: str | None = None) -> None:
-        self.offset: int | None = getattr(record, "offset", None)
-        self.record_type: int | None = getattr(record, "type", None)
+    def __init__(self, record: MetadataRecord | None, reason: str, *, source: str | None = None) -> None:
+        self.offset: int | None = None if record is None else record.offset
+        self.record_type: int | None = None if record is None else record.type
         self.reason = reason
         where = "" if source is None else f"{source}: "
         if record is not None:
-            name = "?" if self.record_type is None else type_name(self.record_type)
-            where += f"record at offset {self.offset} ({name} v{getattr(record, 'version', '?')}): "
+            where += f"record at offset {record.offset} ({type_name(record.type)} v{record.version}): "
         super().__init__(where + reason)
 
     def with_source(self, source: str) -> MetadataReplayError:
@@ -145,7 +165,7 @@ class BrokerRegistration:
         return f"BrokerRegistration({self.id} epoch={self.epoch}{flags})"
 
     @classmethod
-    def from_record(cls, data: Any) -> BrokerRegistration:
+    def from_record(cls, data: RegisterBrokerRecord) -> BrokerRegistration:
         """BrokerRegistration.fromRecord (BR:198-221); a listener name given twice keeps the last."""
         endpoints: dict[str, EndPoint] = {}
         for e in data.end_points:
@@ -157,10 +177,10 @@ class BrokerRegistration:
             broker=Broker(data.broker_id, tuple(endpoints.values()), data.rack),
             features=tuple(features[n] for n in sorted(features)),
             fenced=bool(data.fenced),
-            in_controlled_shutdown=bool(getattr(data, "in_controlled_shutdown", False)),
-            is_migrating_zk_broker=bool(getattr(data, "is_migrating_zk_broker", False)),
-            directories=tuple(sorted(getattr(data, "log_dirs", None) or ())),
-            incarnation_id=getattr(data, "incarnation_id", None),
+            in_controlled_shutdown=bool(data.in_controlled_shutdown),
+            is_migrating_zk_broker=bool(data.is_migrating_zk_broker),
+            directories=tuple(sorted(data.log_dirs or ())),
+            incarnation_id=data.incarnation_id,
         )
 
 
@@ -178,13 +198,13 @@ class PartitionRegistration:
     partition_epoch: int = -1
 
     @classmethod
-    def from_record(cls, data: Any) -> PartitionRegistration:
+    def from_record(cls, data: PartitionRecord) -> PartitionRegistration:
         return cls(
             _ids(data.replicas), _ids(data.isr), _ids(data.removing_replicas), _ids(data.adding_replicas),
             data.leader, data.leader_recovery_state, data.leader_epoch, data.partition_epoch,
         )
 
-    def merge(self, data: Any) -> PartitionRegistration:
+    def merge(self, data: PartitionChangeRecord) -> PartitionRegistration:
         """PartitionRegistration.merge (PR:241-280): absent lists keep theirs; a leader other
         than -2 is set and bumps the leader epoch; the partition epoch always moves by one."""
         if data.leader == NO_LEADER_CHANGE:
@@ -297,7 +317,7 @@ class _Delta:
 
     # -- cluster (ClusterDelta)
 
-    def _broker(self, record: Any, broker_id: int, epoch: int, action: str) -> BrokerRegistration:
+    def _broker(self, record: MetadataRecord, broker_id: int, epoch: int, action: str) -> BrokerRegistration:
         current = self.brokers[broker_id] if broker_id in self.brokers else self.image.brokers.get(broker_id)
         if current is None:
             raise MetadataReplayError(
@@ -311,34 +331,32 @@ class _Delta:
             )
         return current
 
-    def register_broker(self, record: Any) -> None:
-        reg = BrokerRegistration.from_record(record.data)
+    def register_broker(self, record: MetadataRecord, d: RegisterBrokerRecord) -> None:
+        reg = BrokerRegistration.from_record(d)
         self.brokers[reg.id] = reg
 
-    def unregister_broker(self, record: Any) -> None:
-        self.brokers[record.data.broker_id] = None
+    def unregister_broker(self, record: MetadataRecord, d: UnregisterBrokerRecord) -> None:
+        self.brokers[d.broker_id] = None
 
-    def fence(self, record: Any, fenced: bool) -> None:
-        d = record.data
+    def fence(self, record: MetadataRecord, d: FenceBrokerRecord | UnfenceBrokerRecord, fenced: bool) -> None:
         current = self._broker(record, d.id, d.epoch, "fence" if fenced else "unfence")
         self.brokers[d.id] = attrs.evolve(current, fenced=fenced)
 
-    def fence_broker(self, record: Any) -> None:
-        self.fence(record, True)
+    def fence_broker(self, record: MetadataRecord, d: FenceBrokerRecord) -> None:
+        self.fence(record, d, True)
 
-    def unfence_broker(self, record: Any) -> None:
-        self.fence(record, False)
+    def unfence_broker(self, record: MetadataRecord, d: UnfenceBrokerRecord) -> None:
+        self.fence(record, d, False)
 
-    def change_broker(self, record: Any) -> None:
-        d = record.data
+    def change_broker(self, record: MetadataRecord, d: BrokerRegistrationChangeRecord) -> None:
         current = self._broker(record, d.broker_id, d.broker_epoch, "change")
         if d.fenced not in _FENCING_CHANGE:
             raise MetadataReplayError(record, f"unknown value for fenced field: {d.fenced}")
-        shutdown = getattr(d, "in_controlled_shutdown", 0)
+        shutdown = d.in_controlled_shutdown
         if shutdown not in _SHUTDOWN_CHANGE:
             raise MetadataReplayError(record, f"unknown value for inControlledShutdown field: {shutdown}")
         fenced, in_shutdown = _FENCING_CHANGE[d.fenced], _SHUTDOWN_CHANGE[shutdown]
-        dirs = getattr(d, "log_dirs", None)
+        dirs = d.log_dirs
         new = attrs.evolve(
             current,
             fenced=current.fenced if fenced is None else fenced,
@@ -350,7 +368,7 @@ class _Delta:
 
     # -- topics (TopicsDelta / TopicDelta)
 
-    def _changed_topic(self, record: Any, topic_id: uuid.UUID) -> dict[int, PartitionRegistration]:
+    def _changed_topic(self, record: MetadataRecord, topic_id: uuid.UUID) -> dict[int, PartitionRegistration]:
         entry = self.topics.get(topic_id)
         if entry is None:
             topic = self.image.topics.get(topic_id)
@@ -368,18 +386,15 @@ class _Delta:
         topic = self.image.topics.get(topic_id)
         return None if topic is None else topic.partitions.get(partition)
 
-    def topic(self, record: Any) -> None:
-        d = record.data
+    def topic(self, record: MetadataRecord, d: TopicRecord) -> None:
         self.topics[d.topic_id] = (d.name, {})
         self.created.add(d.topic_id)
 
-    def partition(self, record: Any) -> None:
-        d = record.data
+    def partition(self, record: MetadataRecord, d: PartitionRecord) -> None:
         _check_recovery_state(record, d.leader_recovery_state)
         self._changed_topic(record, d.topic_id)[d.partition_id] = PartitionRegistration.from_record(d)
 
-    def partition_change(self, record: Any) -> None:
-        d = record.data
+    def partition_change(self, record: MetadataRecord, d: PartitionChangeRecord) -> None:
         base = self._partition(d.topic_id, d.partition_id)
         if base is None:
             raise MetadataReplayError(
@@ -389,8 +404,8 @@ class _Delta:
             _check_recovery_state(record, d.leader_recovery_state)
         self._changed_topic(record, d.topic_id)[d.partition_id] = base.merge(d)
 
-    def remove_topic(self, record: Any) -> None:
-        tid = record.data.topic_id
+    def remove_topic(self, record: MetadataRecord, d: RemoveTopicRecord) -> None:
+        tid = d.topic_id
         pending = self.topics.pop(tid, None)
         self.created.discard(tid)
         old = self.image.topics.get(tid)
@@ -401,8 +416,7 @@ class _Delta:
 
     # -- features
 
-    def feature_level(self, record: Any) -> None:
-        d = record.data
+    def feature_level(self, record: MetadataRecord, d: FeatureLevelRecord) -> None:
         if d.name != METADATA_VERSION_FEATURE:
             return
         mv = metadata_version_for_level(d.feature_level)
@@ -412,8 +426,29 @@ class _Delta:
         # MD:309-322: a metadata.version change creates every sub-delta.
         self.cluster_touched = self.topics_touched = True
 
-    def register_controller(self, record: Any) -> None:
+    def register_controller(self, record: MetadataRecord, d: RegisterControllerRecord) -> None:
         pass
+
+    # -- records
+
+    def replay(self, records: Iterable[MetadataRecord]) -> None:
+        """MetadataDelta.replay of each record in turn: the sub-delta a record creates is touched."""
+        for record in records:
+            t = record.type
+            replay = _REPLAY.get(t)
+            if replay is not None:
+                if t in _CLUSTER_TYPES:
+                    self.cluster_touched = True
+                elif t in _TOPIC_TYPES:
+                    self.topics_touched = True
+                try:
+                    replay(self, record, record.data)
+                except MetadataReplayError:
+                    raise
+                except (AttributeError, TypeError, ValueError) as e:
+                    raise MetadataReplayError(record, f"malformed record data: {e}") from e
+            elif t not in _IGNORED_TYPES and t not in _TRANSACTION_TYPES:
+                raise MetadataReplayError(record, f"unknown metadata record type {t}")
 
     # -- result
 
@@ -471,24 +506,36 @@ class _Delta:
         )
 
 
-def _check_recovery_state(record: Any, value: int) -> None:
+def _check_recovery_state(record: MetadataRecord, value: int) -> None:
     if value not in _RECOVERY_STATES:
         raise MetadataReplayError(record, f"unknown leaderRecoveryState {value}")
 
 
-_REPLAY: dict[int, Callable[[_Delta, Any], None]] = {
-    rec.REGISTER_BROKER_RECORD: _Delta.register_broker,
-    rec.UNREGISTER_BROKER_RECORD: _Delta.unregister_broker,
-    rec.TOPIC_RECORD: _Delta.topic,
-    rec.PARTITION_RECORD: _Delta.partition,
-    rec.PARTITION_CHANGE_RECORD: _Delta.partition_change,
-    rec.FENCE_BROKER_RECORD: _Delta.fence_broker,
-    rec.UNFENCE_BROKER_RECORD: _Delta.unfence_broker,
-    rec.REMOVE_TOPIC_RECORD: _Delta.remove_topic,
-    rec.FEATURE_LEVEL_RECORD: _Delta.feature_level,
-    rec.BROKER_REGISTRATION_CHANGE_RECORD: _Delta.change_broker,
-    rec.REGISTER_CONTROLLER_RECORD: _Delta.register_controller,
-}
+D = TypeVar("D", bound=Message)
+# The data argument is the record's data, an instance of the row's class (see the module rules).
+_Replay = Callable[[_Delta, MetadataRecord, Any], None]
+
+
+def _on(cls: type[D], replay: Callable[[_Delta, MetadataRecord, D], None]) -> tuple[int, _Replay]:
+    """A row of the dispatch table: cls's record type id, and a replay that mypy checks takes a cls."""
+    if cls.API_KEY is None:
+        raise TypeError(f"{cls.__name__} is not a metadata record")
+    return cls.API_KEY, replay
+
+
+_REPLAY: dict[int, _Replay] = dict((
+    _on(RegisterBrokerRecord, _Delta.register_broker),
+    _on(UnregisterBrokerRecord, _Delta.unregister_broker),
+    _on(TopicRecord, _Delta.topic),
+    _on(PartitionRecord, _Delta.partition),
+    _on(PartitionChangeRecord, _Delta.partition_change),
+    _on(FenceBrokerRecord, _Delta.fence_broker),
+    _on(UnfenceBrokerRecord, _Delta.unfence_broker),
+    _on(RemoveTopicRecord, _Delta.remove_topic),
+    _on(FeatureLevelRecord, _Delta.feature_level),
+    _on(BrokerRegistrationChangeRecord, _Delta.change_broker),
+    _on(RegisterControllerRecord, _Delta.register_controller),
+))
 
 
 _NOTHING: Mapping[Any, Any] = MappingProxyType({})
@@ -507,7 +554,7 @@ def _moved(image: MetadataImage, offset: int | None, epoch: int | None) -> Metad
 
 
 def apply_delta(
-    image: MetadataImage, records: Iterable[Any], *, offset: int | None = None, epoch: int | None = None
+    image: MetadataImage, records: Iterable[MetadataRecord], *, offset: int | None = None, epoch: int | None = None
 ) -> tuple[MetadataImage, DeltaChanges]:
     """Replay ``records`` (MetadataRecord: offset, type, version, data) over ``image`` as one
     MetadataDelta; the new image takes ``offset`` and ``epoch`` (default: the old ones)."""
@@ -516,20 +563,5 @@ def apply_delta(
     if records == ():  # a NoOp-only delta (half of a real log): nothing to replay, only the provenance moves
         return _moved(image, offset, epoch), _NO_CHANGES
     delta = _Delta(image)
-    for record in records:
-        t = record.type
-        replay = _REPLAY.get(t)
-        if replay is not None:
-            if t in _CLUSTER_TYPES:
-                delta.cluster_touched = True
-            elif t in _TOPIC_TYPES:
-                delta.topics_touched = True
-            try:
-                replay(delta, record)
-            except MetadataReplayError:
-                raise
-            except (AttributeError, TypeError, ValueError) as e:
-                raise MetadataReplayError(record, f"malformed record data: {e}") from e
-        elif t not in _IGNORED_TYPES and t not in _TRANSACTION_TYPES:
-            raise MetadataReplayError(record, f"unknown metadata record type {t}")
+    delta.replay(records)
     return delta.apply(offset, epoch)

@@ -35,6 +35,9 @@ so it is fed in canonical order: UpdateMetadata brokers ascending and partitions
 partition); each broker's first LeaderAndIsr / StopReplica add in ascending broker order, then
 partitions by (topic, partition). The content equals what Kafka's call sequence accumulates
 (the same states, sets and last-write-wins results), only ordered.
+Public: ReplayOptions, Send, propagate_delta, propagate_image (and TARGETS). The partial-image
+helpers at the end (_touched_topics, _needs_full_image, _partial_image) state a contract the
+tests check; no engine uses them yet.
 """
 
 from __future__ import annotations
@@ -55,7 +58,6 @@ from ctrlbatch.context import (
     TopicPartition,
 )
 
-from . import records as rec
 from .channel_context import MigrationControllerChannelContext
 from .deltas import Delta
 from .image import (
@@ -67,18 +69,15 @@ from .image import (
     PartitionRegistration,
     apply_delta,
 )
+from .metadata_classes import PartitionChangeRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
+from .records import MetadataRecord
 
 __all__ = [
     "TARGETS",
     "ReplayOptions",
     "Send",
-    "TouchedTopics",
-    "needs_full_image",
-    "partial_image",
-    "propagate_changes",
     "propagate_delta",
     "propagate_image",
-    "touched_topics",
 ]
 
 TARGETS = ("all", "migrating")
@@ -342,7 +341,7 @@ def _controller(leader_id: int | None, options: ReplayOptions) -> int:
     return leader_id if leader_id is not None and leader_id >= 0 else options.controller_id
 
 
-def propagate_changes(
+def _propagate_changes(
     image: MetadataImage, changes: DeltaChanges, options: ReplayOptions, *, controller_id: int, header_epoch: int,
 ) -> list[Send]:
     """The sends for a delta already applied: ``image`` is the image after it."""
@@ -359,7 +358,7 @@ def propagate_delta(prev: MetadataImage, delta: Delta, options: ReplayOptions) -
         raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
     image, changes = apply_delta(prev, delta.records, offset=delta.last_offset, epoch=delta.epoch)
     header_epoch = delta.epoch if options.zk_controller_epoch is None else options.zk_controller_epoch
-    sends = propagate_changes(
+    sends = _propagate_changes(
         image, changes, options, controller_id=_controller(delta.leader_id, options), header_epoch=header_epoch
     )
     return image, sends
@@ -393,7 +392,7 @@ def propagate_image(
 
 
 @attrs.frozen(slots=True)
-class TouchedTopics:
+class _TouchedTopics:
     """The topics a delta's propagation reads: a partial image must hold every topic of the
     previous image whose id is in ``ids`` or whose name is in ``names``."""
 
@@ -401,20 +400,18 @@ class TouchedTopics:
     names: frozenset[str]
 
 
-_TOPIC_ID_TYPES = frozenset({rec.PARTITION_RECORD, rec.PARTITION_CHANGE_RECORD, rec.REMOVE_TOPIC_RECORD})
-
-
-def touched_topics(records: Iterable[Any], image: MetadataImage | None = None) -> TouchedTopics:
+def _touched_topics(records: Iterable[MetadataRecord], image: MetadataImage | None = None) -> _TouchedTopics:
     """The ids and names a delta's records touch. With the previous image, also the names of
     the touched ids and the ids now holding those names (a deleted or re-created name)."""
     ids: set[uuid.UUID] = set()
     names: set[str] = set()
     for r in records:
-        if r.type == rec.TOPIC_RECORD:
-            ids.add(r.data.topic_id)
-            names.add(r.data.name)
-        elif r.type in _TOPIC_ID_TYPES:
-            ids.add(r.data.topic_id)
+        d = r.data
+        if isinstance(d, TopicRecord):
+            ids.add(d.topic_id)
+            names.add(d.name)
+        elif isinstance(d, (PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)):
+            ids.add(d.topic_id)
     if image is not None:
         for tid in list(ids):
             topic = image.topics.get(tid)
@@ -424,10 +421,10 @@ def touched_topics(records: Iterable[Any], image: MetadataImage | None = None) -
             holder = image.topic_ids_by_name.get(name)
             if holder is not None:
                 ids.add(holder)
-    return TouchedTopics(frozenset(ids), frozenset(names))
+    return _TouchedTopics(frozenset(ids), frozenset(names))
 
 
-def needs_full_image(image: MetadataImage, records: Iterable[Any], options: ReplayOptions) -> bool:
+def _needs_full_image(image: MetadataImage, records: Iterable[MetadataRecord], options: ReplayOptions) -> bool:
     """Whether propagating these records reads every partition of the image: when a target
     broker ends the delta registered, unfenced and changed (batch A's UpdateMetadata with
     everything, and LeaderAndIsr for all it hosts). ``image`` needs only its brokers."""
@@ -440,7 +437,7 @@ def needs_full_image(image: MetadataImage, records: Iterable[Any], options: Repl
     return any(reg is not None and is_target(reg) and not reg.fenced for reg in changes.changed_brokers.values())
 
 
-def partial_image(image: MetadataImage, records: Iterable[Any]) -> MetadataImage:
-    """The smallest image propagate_delta needs for these records when needs_full_image is false."""
+def _partial_image(image: MetadataImage, records: Iterable[MetadataRecord]) -> MetadataImage:
+    """The smallest image propagate_delta needs for these records when _needs_full_image is false."""
     records = list(records)
-    return image.with_topics(touched_topics(records, image).ids)
+    return image.with_topics(_touched_topics(records, image).ids)

@@ -1,17 +1,18 @@
 """The record model of a metadata history: batches of data or control records, as decoded values.
 
 Rules: values are frozen and slotted; a record's `data` is the object the project's codec decodes
-from the record spec (record_classes.py). NoOp records are counted on their batch, never kept.
+from the record spec (record_classes.py): an instance of its type's generated class
+(metadata_classes.py), typed here as their base class, Message. NoOp records are counted on
+their batch, never kept.
 Type ids and names are the specs' apiKey and Kafka's enum names (MetadataRecordType, as
 kafka-dump-log prints them); the constants below are checked against the catalog by a test.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
+from ctrlbatch.requests.model import Message
 from ctrlbatch.requests.specgen import const_name
 
 from . import metadata_catalog
@@ -92,7 +93,7 @@ class MetadataRecord:
     offset: int
     type: int
     version: int
-    data: Any
+    data: Message
 
     def __repr__(self) -> str:
         return f"MetadataRecord({self.offset}, {RECORD_TYPE_NAMES.get(self.type, self.type)} v{self.version})"
@@ -104,7 +105,7 @@ class ControlRecord:
 
     offset: int
     type: int
-    data: Any
+    data: Message
 
     def __repr__(self) -> str:
         return f"ControlRecord({self.offset}, {CONTROL_TYPE_NAMES.get(self.type, self.type)})"

@@ -9,20 +9,31 @@ Rules:
   request), bytes (the whole frame with its 4-byte size prefix), sha256 (hex of that frame),
   dropped (always false: rows are delivered requests; drops are counted in the summary), frame
   (the frame itself, only with --with-frames).
-- The frame is ``OutboundRequest.encode(correlation_id=seq, client_id=str(controller_id))``.
+- The frame is ``OutboundRequest.encode(correlation_id=seq, client_id=str(controller_id))``,
+  encoded and hashed by the one frame encoder (frames.FrameEncoder) for both engines.
+- Both engines make rows the same way: the delivered sends of a delta become ``SendGroup``
+  values (consecutive sends of one shared body and builder: the UpdateMetadata fan-out stays one
+  group), which ``expand_columns`` turns into rows, numbering ``seq`` per broker. The Spark engine
+  ships the groups between its stages and expands them where the rows are written.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import attrs
 import pyarrow as pa
 
+from .frames import FrameEncoder, frame_size
 from .propagator import Send
 
-__all__ = ["API_NAMES", "REQUEST_SCHEMA", "frame_of", "partition_count", "request_row", "update_type_of"]
+__all__ = [
+    "API_NAMES", "REQUEST_SCHEMA", "SendGroup", "expand_columns", "expand_rows", "frame_of", "partition_count",
+    "request_row", "send_groups", "update_type_of",
+]
+
+ROWS_PER_CHUNK = 65_536  # rows per column chunk (one Arrow table written)
 
 REQUEST_SCHEMA = pa.schema(
     [
@@ -71,31 +82,126 @@ def frame_of(send: Send, seq: int) -> bytes:
     return send.request.encode(correlation_id=seq, client_id=str(send.request.builder.controller_id))
 
 
+@attrs.frozen(slots=True, repr=False)
+class SendGroup:
+    """One request body delivered to one or more brokers, in send order, with the columns every
+    broker's row of it shares. ``size`` is the bytes of each frame, ``epoch_offset`` the broker
+    epoch's place in ``data`` (None: the body has none)."""
+
+    delta: int
+    timestamp: int
+    api_key: int
+    api_version: int
+    controller_id: int
+    controller_epoch: int
+    update_type: int | None
+    partitions: int
+    size: int
+    data: bytes
+    epoch_offset: int | None
+    brokers: tuple[int, ...]
+    broker_epochs: tuple[int, ...]
+
+    def __repr__(self) -> str:
+        return f"SendGroup(api {self.api_key} v{self.api_version}, delta {self.delta}, {len(self.brokers)} brokers)"
+
+    def frames(self) -> FrameEncoder:
+        return FrameEncoder(self.api_key, self.api_version, str(self.controller_id), self.data, self.epoch_offset)
+
+
+def _group(delta: Any, sends: list[Send]) -> SendGroup:
+    req = sends[0].request
+    builder: Any = req.builder
+    api_key, version, controller_id = builder.api_key, builder.version, builder.controller_id
+    since = _TYPE_SINCE.get(api_key)
+    shared = req.shared
+    return SendGroup(
+        delta.last_offset, delta.timestamp, api_key, version, controller_id, builder.controller_epoch,
+        None if since is None or version < since else int(builder.update_type), _PARTITIONS[api_key](builder),
+        frame_size(api_key, version, str(controller_id), len(shared.data)), bytes(shared.data), shared.epoch_offset,
+        tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends]),
+    )
+
+
+def send_groups(delta: Any, sends: Iterable[Send]) -> Iterator[SendGroup]:
+    """The delivered sends of a delta (a Delta: last_offset, timestamp) as groups, in send order:
+    consecutive sends of one shared body and builder become one group; dropped sends are left out."""
+    group: list[Send] = []
+    for send in sends:
+        if send.dropped:
+            continue
+        if group and (send.request.shared is not group[0].request.shared
+                      or send.request.builder is not group[0].request.builder):
+            yield _group(delta, group)
+            group = []
+        group.append(send)
+    if group:
+        yield _group(delta, group)
+
+
+_EXPANDED = ("broker", "seq", "sha256", "frame")
+
+
+def _row_base(group: SendGroup) -> dict[str, Any]:
+    """A row of group in REQUEST_SCHEMA's column order, without its _EXPANDED (per broker) values."""
+    return {
+        "delta": group.delta, "timestamp": group.timestamp, "broker": None, "seq": None, "api_key": group.api_key,
+        "api_version": group.api_version, "controller_id": group.controller_id,
+        "controller_epoch": group.controller_epoch, "update_type": group.update_type, "partitions": group.partitions,
+        "bytes": group.size, "sha256": None, "dropped": False, "frame": None,
+    }
+
+
+def expand_columns(
+    groups: Iterable[SendGroup], next_seq: dict[int, int], with_frames: bool, names: Iterable[str] = REQUEST_SCHEMA.names,
+) -> Iterator[dict[str, list[Any]]]:
+    """The rows of the groups (one per broker, numbered from next_seq, which is updated) as
+    column lists in the order of ``names``, in chunks of about ``ROWS_PER_CHUNK`` rows."""
+    names = list(names)
+    shared = [n for n in names if n not in _EXPANDED]
+    columns: dict[str, list[Any]] = {n: [] for n in names}
+    for group in groups:
+        n = len(group.brokers)
+        values = _row_base(group)
+        if n == 1:  # most groups (every LeaderAndIsr body is one broker's)
+            for name in shared:
+                columns[name].append(values[name])
+        else:
+            for name in shared:
+                columns[name].extend([values[name]] * n)
+        brokers, seqs, hashes, kept = columns["broker"], columns["seq"], columns["sha256"], columns["frame"]
+        frames = group.frames()
+        for broker, epoch in zip(group.brokers, group.broker_epochs, strict=True):
+            seq = next_seq.get(broker, 0)
+            next_seq[broker] = seq + 1
+            brokers.append(broker)
+            seqs.append(seq)
+            hashes.append(frames.sha256(seq, epoch))
+            kept.append(frames.frame(seq, epoch) if with_frames else None)
+        if len(brokers) >= ROWS_PER_CHUNK:
+            yield columns
+            columns = {n: [] for n in names}
+    if columns["broker"]:
+        yield columns
+
+
+def expand_rows(groups: Iterable[SendGroup], next_seq: dict[int, int], with_frames: bool) -> Iterator[dict[str, Any]]:
+    """The same rows as dicts, one at a time, in REQUEST_SCHEMA's column order (the sequential engine's rows)."""
+    for group in groups:
+        base = _row_base(group)
+        frames = group.frames()
+        last = len(group.brokers) - 1
+        for i, (broker, epoch) in enumerate(zip(group.brokers, group.broker_epochs, strict=True)):
+            seq = next_seq.get(broker, 0)
+            next_seq[broker] = seq + 1
+            row = base if i == last else base.copy()  # the last row of a group takes the base itself
+            row["broker"], row["seq"], row["sha256"] = broker, seq, frames.sha256(seq, epoch)
+            row["frame"] = frames.frame(seq, epoch) if with_frames else None
+            yield row
+
+
 def request_row(delta: Any, send: Send, seq: int, with_frames: bool = False) -> dict[str, Any]:
     """The row of one delivered request; ``delta`` has last_offset and timestamp (a Delta)."""
     if send.dropped:
         raise ValueError(f"send: a dropped request has no row ({send!r}); count it instead")
-    builder = send.request.builder
-    # Hash the frame's parts (the body is shared bytes): no per-broker copy of a large body.
-    parts = send.request.encode_parts(correlation_id=seq, client_id=str(builder.controller_id))
-    digest = hashlib.sha256()
-    size = 0
-    for part in parts:
-        digest.update(part)
-        size += len(part)
-    return {
-        "delta": delta.last_offset,
-        "timestamp": delta.timestamp,
-        "broker": send.broker,
-        "seq": seq,
-        "api_key": send.request.api_key,
-        "api_version": send.request.version,
-        "controller_id": builder.controller_id,
-        "controller_epoch": builder.controller_epoch,
-        "update_type": update_type_of(send),
-        "partitions": partition_count(send),
-        "bytes": size,
-        "sha256": digest.hexdigest(),
-        "dropped": False,
-        "frame": b"".join(parts) if with_frames else None,
-    }
+    return next(expand_rows(send_groups(delta, [send]), {send.broker: seq}, with_frames))

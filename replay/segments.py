@@ -311,45 +311,83 @@ def read_segment(
     stop: int | None = None,
 ) -> Iterator[LogBatch]:
     """Every batch of a .log or .checkpoint file (or of bytes start..stop of it, two batch
-    boundaries as scan_batches gives them), in file order.
+    boundaries as scan_batches gives them), in file order, counted in stats.
 
     A batch with a bad CRC or a bad record is skipped and counted when skip_corrupt, the reading
-    goes on with the next batch; a truncated or impossible header ends the file (counted too)."""
-    src = os.fspath(path)
-    end_at = os.path.getsize(src) if stop is None else min(stop, os.path.getsize(src))
-    stats = stats_for(skip_corrupt, stats)
-    with open(src, "rb") as f:
-        f.seek(start)
-        buf = b""
-        base = pos = start  # base: the file offset of buf[0]
-        while pos < end_at:
-            total = 0
-            try:
-                i = pos - base
-                if len(buf) - i < PREFIX:
-                    buf, base, i = _refill(f, buf, i, pos, PREFIX, end_at)
-                if len(buf) - i < PREFIX:
-                    left = len(buf) - i
-                    raise _Bad(
-                        pos,
-                        f"truncated batch: {left} bytes left, a batch header needs {HEADER}",
-                        resumable=False,
-                    )
-                length = _PREFIX.unpack_from(buf, i)[1]
-                _check_length(length, end_at - pos, pos)
-                total = length + PREFIX
-                if len(buf) - i < total:
-                    buf, base, i = _refill(f, buf, i, pos, total, end_at)
-                batch = _decode(buf, i, i + total, src, pos)
-            except _Bad as e:
-                stats.skip_or_raise(ReplayInputError(src, e.position, e.reason), skip_corrupt)
-                if not e.resumable:
-                    return
+    goes on with the next batch; a truncated or impossible header ends the file (counted too,
+    with the size of the remainder dropped)."""
+    return iter(SegmentReader(path, skip_corrupt=skip_corrupt, stats=stats, start=start, stop=stop))
+
+
+class SegmentReader:
+    """read_segment as an object: ``end`` is the byte position right after the last batch
+    yielded (where a later read of the same file goes on). ``count=False`` leaves the batch
+    counters alone (a caller that trims batches counts what it keeps); skipped input is always
+    reported in stats.corrupt."""
+
+    __slots__ = ("count", "end", "skip_corrupt", "source", "start", "stats", "stop")
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        skip_corrupt: bool = False,
+        stats: ReadStats | None = None,
+        start: int = 0,
+        stop: int | None = None,
+        count: bool = True,
+    ) -> None:
+        self.source = os.fspath(path)
+        self.stats = stats_for(skip_corrupt, stats)
+        self.skip_corrupt = skip_corrupt
+        self.start = start
+        self.stop = stop
+        self.end = start
+        self.count = count
+
+    def __repr__(self) -> str:
+        return f"SegmentReader({self.source!r}, bytes {self.start}..{self.stop}, at {self.end})"
+
+    def __iter__(self) -> Iterator[LogBatch]:
+        src, stats, skip_corrupt = self.source, self.stats, self.skip_corrupt
+        size = os.path.getsize(src)
+        end_at = size if self.stop is None else min(self.stop, size)
+        with open(src, "rb") as f:
+            f.seek(self.start)
+            buf = b""
+            base = pos = self.start  # base: the file offset of buf[0]
+            while pos < end_at:
+                total = 0
+                try:
+                    i = pos - base
+                    if len(buf) - i < PREFIX:
+                        buf, base, i = _refill(f, buf, i, pos, PREFIX, end_at)
+                    if len(buf) - i < PREFIX:
+                        left = len(buf) - i
+                        raise _Bad(
+                            pos,
+                            f"truncated batch: {left} bytes left, a batch header needs {HEADER}",
+                            resumable=False,
+                        )
+                    length = _PREFIX.unpack_from(buf, i)[1]
+                    _check_length(length, end_at - pos, pos)
+                    total = length + PREFIX
+                    if len(buf) - i < total:
+                        buf, base, i = _refill(f, buf, i, pos, total, end_at)
+                    batch = _decode(buf, i, i + total, src, pos)
+                except _Bad as e:
+                    span = (pos, total) if e.resumable else (pos, end_at - pos)  # the batch, or the rest
+                    stats.skip_or_raise(ReplayInputError(src, e.position, e.reason), skip_corrupt, span=span)
+                    if not e.resumable:
+                        self.end = end_at
+                        return
+                    pos += total
+                    continue
                 pos += total
-                continue
-            count_batch(stats, batch)
-            yield batch
-            pos += total
+                self.end = pos
+                if self.count:
+                    count_batch(stats, batch)
+                yield batch
 
 
 _CHUNK = 8 << 20

@@ -11,6 +11,8 @@ offsets that go backwards or skip (an overlapping or missing segment) unless ski
 Every file is checked before it is opened (input_file): only readable regular files are read, so a
 FIFO or a device never blocks the reader and a directory named *.log is refused; an OS error names
 the path and its reason in one line; an input with no bytes to replay says that it is empty.
+This module finds and opens the input; the batches are read by the one reading loop of both
+engines (reading.LogReader: its checks, the snapshot trim and the counters).
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ import attrs
 from ctrlbatch.common import CommandError
 
 from .errors import ReadStats, ReplayInputError, stats_for
+from .reading import Kind, LogReader, Position, ReadFrom, trim_batch
+from .reading import text_batches as _text_batches
 from .records import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, LogBatch
-from .segments import count_batch, read_segment
+from .segments import read_segment
 
-Kind = Literal["log", "checkpoint", "jsonl", "dump"]
+__all__ = ["History", "Kind", "Snapshot", "detect_kind", "open_history", "trim_batch"]
 METADATA_DIR = "__cluster_metadata-0"
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _CHECKPOINT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -139,16 +143,6 @@ def _has_control(batch: LogBatch, type_id: int) -> bool:
     return batch.control and any(c.type == type_id for c in batch.control_records)
 
 
-def _text_batches(path: str, kind: Kind, skip_corrupt: bool, stats: ReadStats) -> Iterator[LogBatch]:
-    if kind == "jsonl":
-        from .jsonl import read_jsonl
-
-        return read_jsonl(path, skip_corrupt=skip_corrupt, stats=stats)
-    from .dumplog import read_dump
-
-    return read_dump(path, skip_corrupt=skip_corrupt, stats=stats)
-
-
 @attrs.define(repr=False)
 class History:
     """A metadata history: an optional snapshot, then log batches in offset order.
@@ -179,72 +173,19 @@ class History:
 
     def batches(self) -> Iterator[LogBatch]:
         """The log batches after the snapshot, in offset order, control batches included."""
+        return iter(self.reader())
+
+    def reader(self, begin: ReadFrom | None = None, stop: Position | None = None) -> LogReader:
+        """The one reading loop (reading.LogReader) over the log, or over [begin, stop) of it."""
         if self.snapshot is not None and self.snapshot.path == self.source:
-            return  # the input is the snapshot itself
-        seen = ReadStats(corrupt=self.stats.corrupt, unprinted=self.stats.unprinted)  # what is read; self.stats: what is yielded
-        if self.kind in ("jsonl", "dump"):
-            it = _text_batches(self.source, self.kind, self.skip_corrupt, seen)
+            segments: list[str] = []  # the input is the snapshot itself: no log after it
+            kind: Kind = "log"
         else:
-            it = (
-                b
-                for seg in self.segments
-                for b in read_segment(seg, skip_corrupt=self.skip_corrupt, stats=seen)
-            )
-        start = self.start_offset
-        dense = OffsetCheck(self.stats, self.skip_corrupt) if self.kind == "log" else None
-        for batch in it:
-            if dense is not None:
-                dense.see(batch)
-            trimmed = trim_batch(batch, start)
-            if trimmed is None:
-                continue
-            batch = trimmed
-            count_batch(self.stats, batch)
-            yield batch
-
-
-class OffsetCheck:
-    """Binary logs have dense offsets (every offset is a record): a batch must start where the
-    one before it ended. A gap or overlap is an error naming the batch, or with skip_corrupt one
-    counted entry, unless a corrupt batch skipped just before already explains it."""
-
-    def __init__(self, stats: ReadStats, skip_corrupt: bool) -> None:
-        self.stats = stats
-        self.skip_corrupt = skip_corrupt
-        self.expected = -1
-        self.corrupt = len(stats.corrupt)
-
-    def see(self, batch: LogBatch) -> None:
-        corrupt = self.stats.corrupt
-        if self.expected >= 0 and batch.base_offset != self.expected:
-            gap = (
-                "go backwards"
-                if batch.base_offset < self.expected
-                else f"skip {self.expected}..{batch.base_offset - 1}"
-            )
-            err = ReplayInputError(batch.source, batch.position, f"offsets {gap}: a segment overlaps or is missing")
-            if not self.skip_corrupt:
-                raise err
-            if len(corrupt) == self.corrupt:
-                corrupt.append(err.as_corrupt())
-        self.expected, self.corrupt = batch.last_offset + 1, len(corrupt)
-
-
-def trim_batch(batch: LogBatch, start_offset: int) -> LogBatch | None:
-    """The part of a batch at or after start_offset (a snapshot's end): None if it ends before,
-    the batch itself if it starts at or after, else a copy without the earlier records (its NoOps
-    recounted: every offset of a data batch is a record)."""
-    if batch.last_offset < start_offset:
-        return None
-    if batch.base_offset >= start_offset:
-        return batch
-    kept = tuple(r for r in batch.records if r.offset >= start_offset)
-    return attrs.evolve(
-        batch,
-        records=kept,
-        control_records=tuple(c for c in batch.control_records if c.offset >= start_offset),
-        noops=0 if batch.control else batch.last_offset - start_offset + 1 - len(kept),
-    )
+            segments, kind = self.segments, self.kind
+        return LogReader(
+            source=self.source, kind=kind, segments=segments, start_offset=self.start_offset,
+            stats=self.stats, skip_corrupt=self.skip_corrupt, begin=begin, stop=stop,
+        )
 
 
 def _names_in(directory: str) -> list[str]:

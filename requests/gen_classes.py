@@ -5,7 +5,8 @@ with Kafka's defaults, so `LeaderAndIsrRequest()` is valid like `new LeaderAndIs
 then unknown_tagged_fields. The accessors of Kafka's request classes that the data classes lack
 are generated from a table (`partition_states()` on LeaderAndIsr and UpdateMetadata requests). The same source serves the shipped modules in messages/ (written
 by `python -m ctrlbatch.requests.gen_classes`, checked by a test) and specs loaded at run time
-(load_message_classes), e.g. KRaft metadata records.
+(load_message_classes); replay/metadata_classgen.py writes the KRaft record classes with its field
+rendering (_py_type, _default_src).
 """
 
 from __future__ import annotations

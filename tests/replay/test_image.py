@@ -233,3 +233,50 @@ def test_a_delta_of_no_records_moves_only_the_provenance() -> None:
     assert moved.brokers is image.brokers and moved.topics is image.topics
     assert not changes.touched and not changes.changed_brokers and not changes.changed_topics
     assert apply_delta(image, ())[0] is image
+
+
+@pytest.mark.parametrize(
+    ("records", "cluster", "topics"),
+    [
+        (lambda: [register(5, 2)], True, False),
+        (lambda: [rec(5, UNREGISTER_BROKER_RECORD, broker_id=1, broker_epoch=0)], True, False),
+        (lambda: [rec(5, FENCE_BROKER_RECORD, id=1, epoch=0)], True, False),
+        (lambda: [rec(5, TOPIC_RECORD, name="u", topic_id=uuid.UUID(int=2))], False, True),
+        (lambda: [change(isr=[1])], False, True),
+        (lambda: [rec(5, REMOVE_TOPIC_RECORD, topic_id=T)], False, True),
+        (lambda: [rec(5, FEATURE_LEVEL_RECORD, name="metadata.version", feature_level=21)], True, True),
+        (lambda: [rec(5, FEATURE_LEVEL_RECORD, name="group.version", feature_level=1)], False, False),
+        (lambda: [rec(5, CONFIG_RECORD, resource_type=2, resource_name="t", name="x", value="y")], False, False),
+        (lambda: [register(5, 2), change(isr=[1])], True, True),
+    ],
+    ids=["register", "unregister", "fence", "topic", "partition-change", "remove-topic", "metadata-version",
+         "other-feature", "config", "broker-and-partition"],
+)
+def test_the_delta_marks_the_sub_deltas_its_records_create(records: Any, cluster: bool, topics: bool) -> None:
+    """MetadataDelta.replay creates the cluster / topics delta a record belongs to (MD:184-258);
+    a metadata.version change creates both (MD:309-322)."""
+    _i, changes = apply_delta(with_topic(), records())
+    assert (changes.cluster_touched, changes.topics_touched) == (cluster, topics)
+
+
+def test_every_known_record_type_is_replayed_or_deliberately_ignored() -> None:
+    """No type the decoder knows falls through: each has a replay row or is listed as ignored."""
+    from ctrlbatch.replay import image
+    from ctrlbatch.replay.metadata_classes import RECORD_CLASSES
+
+    passed_over = image._IGNORED_TYPES | image._TRANSACTION_TYPES
+    assert set(image._REPLAY) | passed_over == set(RECORD_CLASSES)
+    assert not set(image._REPLAY) & passed_over
+
+
+def test_each_replay_row_takes_the_data_of_its_record_type() -> None:
+    """The dispatch table's rows pair a type id with a method whose data parameter is that
+    type's generated class (what mypy checks through _on, checked here at run time too)."""
+    import typing
+
+    from ctrlbatch.replay import image
+    from ctrlbatch.replay.metadata_classes import RECORD_CLASSES
+
+    for type_id, replay in image._REPLAY.items():
+        hints = typing.get_type_hints(replay)
+        assert hints["d"] is RECORD_CLASSES[type_id], (type_id, replay)

@@ -1,6 +1,6 @@
 """Properties over random small, valid metadata logs (hypothesis):
-- the partial-image contract: where needs_full_image is false, propagating a delta over the
-  image restricted to touched_topics gives byte-identical sends and the same touched topics;
+- the partial-image contract: where _needs_full_image is false, propagating a delta over the
+  image restricted to _touched_topics gives byte-identical sends and the same touched topics;
 - the image does not depend on how records are grouped into deltas;
 - every send decodes, delivered sends go only to registered, unfenced target brokers, and
   everything comes in the canonical order (brokers ascending, topics by name, partitions by index);
@@ -26,11 +26,11 @@ from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, apply_delta
 from ctrlbatch.replay.propagator import (
     ReplayOptions,
     Send,
-    needs_full_image,
-    partial_image,
+    _needs_full_image,
+    _partial_image,
+    _touched_topics,
     propagate_delta,
     propagate_image,
-    touched_topics,
 )
 from ctrlbatch.replay.record_classes import record_class
 from ctrlbatch.replay.records import (
@@ -172,9 +172,9 @@ def test_a_partial_image_gives_the_same_sends_as_the_full_image(deltas: list[Del
     image = EMPTY_IMAGE
     for delta in deltas:
         full, sends = propagate_delta(image, delta, opts)
-        if not needs_full_image(image, delta.records, opts):
-            small = partial_image(image, delta.records)
-            touched = touched_topics(delta.records, image).ids
+        if not _needs_full_image(image, delta.records, opts):
+            small = _partial_image(image, delta.records)
+            touched = _touched_topics(delta.records, image).ids
             assert set(small.topics) <= touched and small.brokers == image.brokers
             part, part_sends = propagate_delta(small, delta, opts)
             assert _bytes(part_sends) == _bytes(sends)

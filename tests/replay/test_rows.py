@@ -93,3 +93,25 @@ def test_a_dropped_request_has_no_row() -> None:
     dropped = Send(sends[0].broker, sends[0].request, True)
     with pytest.raises(ValueError, match="dropped"):
         request_row(delta, dropped, 0)
+
+
+def test_the_shared_encoder_gives_each_send_its_own_frame_in_groups() -> None:
+    """Both engines' rows come from send groups through one frame encoder: every broker's frame
+    is exactly its OutboundRequest's, numbered per broker, and rows keep the schema's order."""
+    from ctrlbatch.replay.rows import expand_columns, expand_rows, send_groups
+
+    delta, sends = sends_and_delta()
+    groups = list(send_groups(delta, sends))
+    assert [len(g.brokers) for g in groups] == [2, 3, 1]  # a shared body (here every one but StopReplica) is one group
+    start = {1: 5, 2: 0, 3: 9}
+    rows = list(expand_rows(groups, dict(start), True))
+    assert all(list(r) == REQUEST_SCHEMA.names for r in rows)
+    seq = dict(start)
+    for row, send in zip(rows, sends, strict=True):
+        assert row["frame"] == send.request.encode(correlation_id=seq[send.broker], client_id="3000")
+        assert row["seq"] == seq[send.broker] and row["broker"] == send.broker
+        seq[send.broker] += 1
+    [columns] = list(expand_columns(groups, dict(start), True))
+    assert [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)] == rows
+    dropped = [Send(s.broker, s.request, True) for s in sends]
+    assert list(send_groups(delta, dropped)) == []

@@ -136,7 +136,10 @@ def test_bad_crc_names_file_and_offset_and_can_be_skipped(tmp_path: Path) -> Non
     stats = ReadStats()
     got = list(read_segment(path, skip_corrupt=True, stats=stats))
     assert [b.base_offset for b in got] == [0, 2]
-    assert [str(c) for c in stats.corrupt] == [f"{path}, byte offset {len(good)}: {e.value.reason}"]
+    assert [str(c) for c in stats.corrupt] == [
+        f"{path}, byte offset {len(good)}: {e.value.reason} (skipped {len(bad)} bytes)"
+    ]
+    assert stats.corrupt[0].span == (len(good), len(bad)) and stats.skipped_bytes == len(bad)
 
 
 def test_truncated_batch_is_named_and_ends_the_file_when_skipping(tmp_path: Path) -> None:
@@ -147,6 +150,8 @@ def test_truncated_batch_is_named_and_ends_the_file_when_skipping(tmp_path: Path
     stats = ReadStats()
     assert len(list(read_segment(path, skip_corrupt=True, stats=stats))) == 1
     assert len(stats.corrupt) == 1 and "truncated" in stats.corrupt[0].reason
+    remainder = path.stat().st_size - len(good)  # the dropped rest of the file, with its size
+    assert stats.corrupt[0].span == (len(good), remainder) and f"(skipped {remainder} bytes)" in str(stats.corrupt[0])
 
 
 def test_a_length_claiming_2_gb_is_refused_without_reading_it(tmp_path: Path) -> None:

@@ -73,8 +73,9 @@ def _snapshot_bytes(epoch: int) -> bytes:
 def _history_dir(tmp_path: Path) -> Path:
     d = tmp_path / "data" / "__cluster_metadata-0"
     _write_log(d, 0, [encode_batch(i, 1, 100 + i, [_topic(f"t{i}")]) for i in range(4)])
-    _write_log(d, 4, [encode_batch(4, 2, 104, [_topic("t4"), _topic("t5")]), encode_batch(6, 2, 106, [NOOP_VALUE])])
-    _write_log(d, 7, [encode_batch(i, 2, 100 + i, [_topic(f"t{i}")]) for i in range(7, 10)])
+    # one KRaft epoch throughout: a new epoch would begin with a LeaderChange control batch
+    _write_log(d, 4, [encode_batch(4, 1, 104, [_topic("t4"), _topic("t5")]), encode_batch(6, 1, 106, [NOOP_VALUE])])
+    _write_log(d, 7, [encode_batch(i, 1, 100 + i, [_topic(f"t{i}")]) for i in range(7, 10)])
     (d / "00000000000000000005-0000000002.checkpoint").write_bytes(_snapshot_bytes(2))
     (d / "00000000000000000003-0000000001.checkpoint").write_bytes(_snapshot_bytes(1))
     return d

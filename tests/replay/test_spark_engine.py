@@ -16,13 +16,8 @@ from ctrlbatch.replay.generator import generate_log
 from ctrlbatch.replay.local_engine import replay_local
 from ctrlbatch.replay.propagator import ReplayOptions
 from ctrlbatch.replay.rows import REQUEST_SCHEMA
-from ctrlbatch.replay.spark_engine import (
-    HistorySource,
-    pack_image,
-    plan_units,
-    replay_spark,
-    unpack_image,
-)
+from ctrlbatch.replay.spark_engine import HistorySource, replay_spark
+from ctrlbatch.replay.spark_plan import pack_image, plan_units, unpack_image
 
 
 def local_answer(source: HistorySource, options: ReplayOptions, coalesce: int = 1, with_frames: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
@@ -181,7 +176,7 @@ def test_corrupt_batches_at_unit_boundaries_are_counted_once(spark: Any, tmp_pat
     source = HistorySource(str(tmp_path / "data"), skip_corrupt=True)
     rows, summary, stats = local_answer(source, ReplayOptions())
     assert len(victims) > 20 and len(stats["corrupt"]) == len(victims)
-    starts = {u.start[1] for _, u in plan_units(source, 1, 400, 64) if u.start is not None}
+    starts = {u.start.position for _, u in plan_units(source, 1, 400, 64) if u.start is not None}
     assert starts & {p.position for p in victims}, "some unit starts right at a corrupt batch"
     got_rows, got_summary, got_stats, result = spark_answer(spark, source, ReplayOptions(), tmp_path / "r", unit_bytes=400)
     assert result.units > 10
@@ -219,7 +214,7 @@ def test_a_refused_record_is_named_as_the_sequential_engine_names_it(spark: Any,
 def test_units_are_of_equal_size_even_when_the_cap_on_units_binds(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from ctrlbatch.replay.spark_engine import MAX_UNIT_BYTES, MAX_UNITS, MIN_UNIT_BYTES, unit_bytes_for
+    from ctrlbatch.replay.spark_plan import MAX_UNIT_BYTES, MAX_UNITS, MIN_UNIT_BYTES, unit_bytes_for
 
     def sized(total: int) -> Any:
         path = tmp_path / f"{total}.log"
@@ -232,3 +227,38 @@ def test_units_are_of_equal_size_even_when_the_cap_on_units_binds(tmp_path: Path
     assert size * MAX_UNITS >= big and size - (big // MAX_UNITS) <= 1
     assert unit_bytes_for(sized(40 << 20), 2) == max(MIN_UNIT_BYTES, min(MAX_UNIT_BYTES, (40 << 20) // 16))
     assert unit_bytes_for(sized(1000), 2) == MIN_UNIT_BYTES
+
+
+def test_flipped_batch_epochs_at_unit_boundaries_are_found_as_the_sequential_reader_finds_them(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The epoch check's state crosses unit boundaries: a batch whose partitionLeaderEpoch was
+    flipped (outside the CRC) right at a unit start is refused with the same message, or with
+    --skip-corrupt skipped and reported with its span exactly as the sequential reader does."""
+    import struct
+
+    from ctrlbatch.replay.segments import read_segment
+
+    generate_log(tmp_path / "data", brokers=3, topics=3, partitions=9, records=900, seed=4)
+    segment = sorted((tmp_path / "data" / "__cluster_metadata-0").glob("*.log"))[0]
+    plain = HistorySource(str(tmp_path / "data"))
+    starts = {u.start.position for _, u in plan_units(plain, 1, 400, 64) if u.start is not None}
+    noop_only = {b.position for b in read_segment(segment) if not b.control and not b.records and b.epoch > 0}
+    victims = sorted(starts & noop_only)[1::3]
+    assert len(victims) > 3
+    raw = bytearray(segment.read_bytes())
+    for position in victims:
+        struct.pack_into(">i", raw, position + 12, 0)  # epoch 0: below the epoch in office
+    segment.write_bytes(bytes(raw))
+    with pytest.raises(CommandError) as local:
+        replay_local(plain.open(), ReplayOptions()).drain()
+    with pytest.raises(CommandError) as remote:
+        replay_spark(spark, plain, ReplayOptions(), unit_bytes=400)
+    assert str(remote.value) == str(local.value) and f"byte offset {victims[0]}: batch epoch 0 is below" in str(local.value)
+    source = HistorySource(str(tmp_path / "data"), skip_corrupt=True)
+    rows, summary, stats = local_answer(source, ReplayOptions())
+    assert [c.split(": ", 1)[0] for c in stats["corrupt"]] == [f"{segment}, byte offset {p}" for p in victims]
+    assert all("(skipped " in c for c in stats["corrupt"])
+    got_rows, got_summary, got_stats, result = spark_answer(spark, source, ReplayOptions(), tmp_path / "r", unit_bytes=400)
+    assert result.units > 10
+    assert (got_rows, got_summary, got_stats) == (rows, summary, stats)

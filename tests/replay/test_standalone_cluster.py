@@ -1,6 +1,7 @@
-"""A real Spark standalone cluster on 127.0.0.1 (one master, one worker, started with the
+"""A real Spark standalone cluster on 127.0.0.1 (one master and two workers, started with the
 ``spark-class`` launcher shipped in pyspark) runs ``ctrlbatch replay`` submitted with
-``spark-submit``, and writes the same output as the sequential engine.
+``spark-submit``, with one executor on each worker, and writes the same rows as the sequential
+engine.
 
 Harness rules: every JVM runs in its own process group (start_new_session) so teardown reaches
 the executors the worker forks; every wait is bounded; teardown is SIGTERM, a bounded wait, then
@@ -109,14 +110,14 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 
 @contextlib.contextmanager
-def standalone_cluster(workdir: Path, *, cores: int = 2, memory: str = "1g") -> Iterator[Cluster]:
-    """Start a master and one worker on 127.0.0.1; yield its URL; stop both (and executors)."""
+def standalone_cluster(workdir: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g") -> Iterator[Cluster]:
+    """Start a master and ``workers`` workers on 127.0.0.1 (worker i works in ``work-<i>``);
+    yield the cluster; stop them all (and their executors)."""
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     env = cluster_env()
     env["SPARK_LOG_DIR"] = str(logs)
-    env["SPARK_WORKER_DIR"] = str(workdir / "work")
-    port, ui, wport, wui = free_port(), free_port(), free_port(), free_port()
+    port, ui = free_port(), free_port()
     klass = str(spark_bin("spark-class"))
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -128,26 +129,33 @@ def standalone_cluster(workdir: Path, *, cores: int = 2, memory: str = "1g") -> 
             ))
         _wait("spark master", lambda: _listening(port) and _listening(ui), procs, logs)
         url = f"spark://127.0.0.1:{port}"
-        with open(logs / "worker.log", "wb") as out:
-            procs.append(subprocess.Popen(
-                [klass, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", str(wport),
-                 "--webui-port", str(wui), "--cores", str(cores), "--memory", memory,
-                 "--work-dir", str(workdir / "work")],
-                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            ))
-        _wait("spark worker", lambda: _alive_workers(ui) >= 1, procs, logs)
+        for i in range(workers):
+            work = workdir / f"work-{i}"
+            wenv = dict(env, SPARK_WORKER_DIR=str(work))
+            with open(logs / f"worker-{i}.log", "wb") as out:
+                procs.append(subprocess.Popen(
+                    [klass, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                     "--port", str(free_port()), "--webui-port", str(free_port()), "--cores", str(cores),
+                     "--memory", memory, "--work-dir", str(work)],
+                    env=wenv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                ))
+        _wait(f"{workers} spark workers", lambda: _alive_workers(ui) >= workers, procs, logs)
         yield Cluster(url, ui, logs)
     finally:
         _stop(procs)
 
 
-def spark_submit(cluster: Cluster, app: Path, args: list[str], *, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
-    """Run ``app`` on the cluster with spark-submit (client mode); the driver uses this venv."""
+def spark_submit(
+    cluster: Cluster, app: Path, args: list[str], *, executors: int = 2, timeout: float = 300.0
+) -> subprocess.CompletedProcess[str]:
+    """Run ``app`` on the cluster with spark-submit (client mode; the driver uses this venv),
+    on ``executors`` one-core executors, and schedule nothing before all of them registered."""
     cmd = [
         str(spark_bin("spark-submit")), "--master", cluster.master_url,
         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
         "--conf", "spark.ui.enabled=false", "--conf", "spark.executor.memory=512m",
-        "--conf", "spark.executor.cores=2", "--conf", f"spark.pyspark.python={sys.executable}",
+        "--conf", "spark.executor.cores=1", "--conf", f"spark.cores.max={executors}",
+        "--conf", "spark.scheduler.minRegisteredResourcesRatio=1.0", "--conf", f"spark.pyspark.python={sys.executable}",
         "--conf", f"spark.pyspark.driver.python={sys.executable}",
         "--driver-java-options", f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()}",
         str(app), *args,
@@ -164,16 +172,19 @@ def test_spark_submit_to_a_standalone_cluster_matches_local(sample_dir: Path, tm
     assert main(["replay", str(sample_dir), "--engine", "local", "--out", str(tmp_path / "local"), "--quiet"]) == 0
     import ctrlbatch.cli.spark_submit as entry
 
-    with standalone_cluster(tmp_path / "cluster") as cluster:
+    with standalone_cluster(tmp_path / "cluster", workers=2) as cluster:
         done = spark_submit(
             cluster, Path(entry.__file__), ["replay", str(sample_dir), "--out", str(tmp_path / "cluster-out"), "--quiet"]
         )
         if done.returncode != 0:
             pytest.fail(f"spark-submit exited {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}\n{cluster.log_text()}")
-        executors = list((tmp_path / "cluster" / "work").glob("app-*/*/stderr"))
-    assert executors, "the work ran in the worker's executors, not in the driver"
+        executors = {i: list((tmp_path / "cluster" / f"work-{i}").glob("app-*/*/stderr")) for i in range(2)}
+        ran = {i: sum(p.read_text(errors="replace").count("Running task") for p in paths) for i, paths in executors.items()}
+    assert all(executors.values()), f"an executor on each of the two workers: {executors}"
+    assert all(ran.values()), f"both executors ran tasks (tasks per worker: {ran})"
     assert "(spark engine," in done.stdout
     local, remote = tmp_path / "local", tmp_path / "cluster-out"
+    assert pq.read_table(remote / "requests").to_pylist() == pq.read_table(local / "requests").to_pylist()  # row by row
     assert pq.read_table(remote / "requests").equals(pq.read_table(local / "requests"))
     a, b = (json.loads((d / "summary.json").read_text()) for d in (local, remote))
     assert (a["summary"], a["read"], a["rows"]) == (b["summary"], b["read"], b["rows"])

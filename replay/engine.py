@@ -1,0 +1,151 @@
+"""The engine skeleton both engines run: from a history's batches to send groups and a summary.
+
+Rules of this module:
+- An ``EngineRun`` replays a stretch of a history: with ``from_snapshot``, first the snapshot
+  (its image, folded over the empty image, takes the image path; its pseudo-delta is the
+  snapshot's last contained offset, end offset - 1, with the header's lastContainedLogTimestamp),
+  then the deltas of the batches it is given (``group_deltas``), each through the batch engine
+  (``propagate_delta``). The sequential engine runs one over the whole history, a Spark unit one
+  over its byte range, starting from the image the plan carried to it.
+- Its output is the delivered sends as ``rows.SendGroup`` values, in send order; the summary
+  counts every batch read (records by type), dropped sends per API, every delivered request per
+  API and broker, and each delta; ``delivered`` counts the requests per broker (a Spark unit's
+  share of the per-broker ``seq``).
+- A record the replay refuses (MetadataReplayError) is named by the file and byte offset (or
+  line) of its batch, like an input error (errors.BatchTrail), or by the input as a whole when
+  its batch has left the trail's window. ``locate`` does it, for the planner too.
+- No I/O of its own and no engine-specific state: what differs between engines (where batches
+  come from, what is done with the groups) stays with them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
+from typing import Any
+
+from .deltas import Delta, group_deltas
+from .errors import BatchTrail
+from .image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
+from .propagator import ReplayOptions, Send, propagate_delta, propagate_image
+from .reading import TEXT_KINDS
+from .records import SNAPSHOT_HEADER, LogBatch
+from .rows import SendGroup, send_groups
+from .summary import ReplaySummary
+
+__all__ = ["EngineRun", "snapshot_image", "snapshot_start"]
+
+
+def snapshot_image(batches: Iterable[Any], *, end_offset: int, epoch: int) -> tuple[MetadataImage, int, list[Any]]:
+    """The image a snapshot's batches hold, its lastContainedLogTimestamp (0 if absent), and the batches."""
+    kept = list(batches)
+    timestamp = 0
+    records = []
+    for b in kept:
+        if b.control:
+            for c in b.control_records:
+                if c.type == SNAPSHOT_HEADER:
+                    timestamp = int(getattr(c.data, "last_contained_log_timestamp", 0))
+        else:
+            records.extend(b.records)
+    image, _ = apply_delta(EMPTY_IMAGE, records, offset=end_offset - 1, epoch=epoch)
+    return image, timestamp, kept
+
+
+def snapshot_start(history: Any, batches: Iterable[LogBatch] | None = None) -> tuple[MetadataImage, Delta | None]:
+    """The image a history's snapshot holds and its pseudo-delta, or the empty image and None
+    without a snapshot. batches: the snapshot's batches (default: history.snapshot_batches())."""
+    snapshot = history.snapshot
+    if snapshot is None:
+        return EMPTY_IMAGE, None
+    read = history.snapshot_batches() if batches is None else batches
+    image, timestamp, _ = snapshot_image(read, end_offset=snapshot.end_offset, epoch=snapshot.epoch)
+    return image, Delta(image.offset, timestamp, image.epoch, (), None, 0)
+
+
+def trail_for(history: Any) -> BatchTrail:
+    """The trail of a history's batches: byte offsets, or lines for text inputs."""
+    return BatchTrail("line" if getattr(history, "kind", "log") in TEXT_KINDS else "byte")
+
+
+def locate(e: MetadataReplayError, trail: BatchTrail, history: Any) -> MetadataReplayError:
+    """The refused record's error, naming its batch (or the input as a whole)."""
+    return e.with_source(trail.where(e.offset) or str(history.source))
+
+
+class EngineRun:
+    """One replay pass over batches of ``history`` (see the module rules). ``on_batch`` is called
+    once per batch read (the sequential engine's progress)."""
+
+    def __init__(
+        self, history: Any, options: ReplayOptions, coalesce: int = 1, on_batch: Callable[[], None] | None = None
+    ) -> None:
+        if not isinstance(options, ReplayOptions):
+            raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
+        if not isinstance(coalesce, int) or isinstance(coalesce, bool) or coalesce < 1:
+            raise ValueError(f"coalesce: expected an integer >= 1, got {coalesce!r}")
+        self.history = history
+        self.options = options
+        self.coalesce = coalesce
+        self.summary = ReplaySummary()
+        self.trail = trail_for(history)
+        self.delivered: Counter[int] = Counter()
+        self.image: MetadataImage = EMPTY_IMAGE
+        self._on_batch = on_batch
+
+    def __repr__(self) -> str:
+        return f"EngineRun({self.history!r}, {self.summary!r})"
+
+    def counted(self, batches: Iterable[LogBatch]) -> Iterator[LogBatch]:
+        """The batches, each seen by the trail and counted in the summary as it passes."""
+        trail, summary, on_batch = self.trail, self.summary, self._on_batch
+        for b in batches:
+            trail.see(b)
+            summary.count_batch(b)
+            if on_batch is not None:
+                on_batch()
+            yield b
+
+    def groups(
+        self,
+        batches: Iterable[LogBatch],
+        *,
+        image: MetadataImage = EMPTY_IMAGE,
+        from_snapshot: bool = False,
+        leader: LogBatch | None = None,
+    ) -> Iterator[SendGroup]:
+        """The send groups of the snapshot (with from_snapshot) and of the deltas of batches,
+        starting from image. leader: the last LeaderChange batch before batches (not counted:
+        it was read before this stretch), so the deltas carry the KRaft leader in office.
+        ``self.image`` is the image after the last delta once the groups are exhausted."""
+        try:
+            if from_snapshot:
+                image, start = snapshot_start(self.history, self.counted(self.history.snapshot_batches()))
+                assert start is not None, "from_snapshot needs a history with a snapshot"
+                yield from self._deliver(start, propagate_image(image, self.options))
+            stream: Iterable[LogBatch] = self.counted(batches)
+            if leader is not None:
+                stream = chain((leader,), stream)
+            for delta in group_deltas(stream, self.coalesce):
+                image, sends = propagate_delta(image, delta, self.options)
+                yield from self._deliver(delta, sends)
+            self.image = image
+        except MetadataReplayError as e:
+            raise locate(e, self.trail, self.history) from None
+
+    def _deliver(self, delta: Delta, sends: list[Send]) -> Iterator[SendGroup]:
+        summary = self.summary
+        for send in sends:
+            if send.dropped:
+                summary.count_dropped(send.request.api_key)
+        delivered = 0
+        for group in send_groups(delta, sends):
+            row = {"api_key": group.api_key, "partitions": group.partitions, "bytes": group.size, "broker": 0}
+            for broker in group.brokers:
+                row["broker"] = broker
+                summary.count_row(row)
+            delivered += len(group.brokers)
+            self.delivered.update(group.brokers)
+            yield group
+        summary.count_delta(delivered)

@@ -1,0 +1,83 @@
+"""The one frame encoder of the replay's rows: both engines hash (and keep) their frames here.
+
+Rules of this module:
+- A row's frame is exactly ``OutboundRequest.encode(correlation_id=seq,
+  client_id=str(controller_id))``: size prefix, request header, body (tests/replay/test_rows.py
+  decodes it back). Rows of one send group share the body bytes; only the correlation id (seq)
+  and, where the body has one, the broker epoch differ from one broker's frame to the next.
+- So a ``FrameEncoder`` encodes the head once per group (``request_head``) and only writes each
+  row's correlation id into it, at the place the RequestHeader spec gives
+  (``requests.layout.fixed_offset``, after the 4-byte size prefix), never a hard-coded offset.
+  The hash is fed the head and the body's shared parts: no per-broker copy of a large body is
+  made unless frames are kept. benchmarks/rows_bench.py measures it against the per-send encoder
+  it replaced (results/rows_bench.json).
+- The broker epoch's place in the body is the shared body's ``epoch_offset``
+  (batch/builders.py SharedBody), the same place the batch patches it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import struct
+
+from ctrlbatch.requests import request_head, request_header_version
+from ctrlbatch.requests.layout import fixed_offset
+from ctrlbatch.requests.messages import RequestHeader
+
+__all__ = ["FrameEncoder", "frame_size"]
+
+_SIZE = struct.Struct(">i")  # the frame's size prefix (the size itself not counted)
+_CORRELATION = struct.Struct(">i")
+_BROKER_EPOCH = struct.Struct(">q")  # the brokerEpoch field inside a shared body (batch/builders.py)
+
+
+@functools.lru_cache(maxsize=1024)
+def _head_template(api_key: int, api_version: int, client_id: str) -> tuple[bytes, int]:
+    """The size-prefixed request head for an empty body, and the correlation id's byte offset in it."""
+    at = fixed_offset(RequestHeader.SPEC, request_header_version(api_key, api_version), "CorrelationId")
+    if at is None:  # two int16s precede it in every header version
+        raise AssertionError(f"RequestHeader v{request_header_version(api_key, api_version)}: no fixed CorrelationId")
+    return request_head(api_key, api_version, 0, client_id, 0), _SIZE.size + at
+
+
+class FrameEncoder:
+    """The frames of one request body sent to one or more brokers (see the module rules)."""
+
+    __slots__ = ("_at", "_head", "_parts", "size")
+
+    def __init__(self, api_key: int, api_version: int, client_id: str, data: bytes, epoch_offset: int | None) -> None:
+        template, self._at = _head_template(api_key, api_version, client_id)
+        self._head = head = bytearray(template)
+        _SIZE.pack_into(head, 0, len(template) - _SIZE.size + len(data))
+        body = memoryview(data)
+        self._parts = (body,) if epoch_offset is None else (body[:epoch_offset], body[epoch_offset + _BROKER_EPOCH.size :])
+        self.size = len(self._head) + len(data)  # bytes of every frame of this body
+
+    def __repr__(self) -> str:
+        return f"FrameEncoder({self.size:,} bytes per frame)"
+
+    def sha256(self, correlation_id: int, broker_epoch: int) -> str:
+        """The hex SHA-256 of the frame with this correlation id and broker epoch."""
+        head = self._head
+        _CORRELATION.pack_into(head, self._at, correlation_id)
+        h = hashlib.sha256(head)
+        parts = self._parts
+        h.update(parts[0])
+        if len(parts) == 2:
+            h.update(_BROKER_EPOCH.pack(broker_epoch))
+            h.update(parts[1])
+        return h.hexdigest()
+
+    def frame(self, correlation_id: int, broker_epoch: int) -> bytes:
+        """The whole size-prefixed frame."""
+        head = self._head
+        _CORRELATION.pack_into(head, self._at, correlation_id)
+        parts = self._parts
+        epoch = (_BROKER_EPOCH.pack(broker_epoch), parts[1]) if len(parts) == 2 else ()
+        return b"".join((head, parts[0], *epoch))
+
+
+def frame_size(api_key: int, api_version: int, client_id: str, body_size: int) -> int:
+    """The bytes of a frame: size prefix, header, body."""
+    return len(_head_template(api_key, api_version, client_id)[0]) + body_size
