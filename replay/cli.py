@@ -104,8 +104,9 @@ def _sigterm_unwinds() -> Iterator[None]:
 
 
 def os_error_line(e: OSError) -> str:
-    """'<path>: <reason>' (and '-> <second path>' for a rename) for an OS error: one line."""
-    reason = e.strerror or type(e).__name__
+    """'<path>: <reason>' (and '-> <second path>' for a rename) for an OS error: one line. An
+    error without errno parts (pyarrow's, whose text names the file) keeps its text, bounded."""
+    reason = e.strerror or " ".join(str(e).split())[:500] or type(e).__name__
     if e.filename is None:
         return reason
     second = f" -> {e.filename2}" if e.filename2 is not None else ""

@@ -228,3 +228,14 @@ def test_an_executor_error_relayed_by_spark_becomes_one_bounded_line() -> None:
     huge = spark_error_line(Exception("ValueError: " + "v" * 1_000_000))
     assert huge is not None and len(huge) < MAX_ERROR_CHARS + 100 and huge.endswith("(1,000,000 characters)")
     assert spark_error_line(Exception("org.apache.spark.SparkException: only the JVM speaks")) is None
+
+
+def test_an_os_error_is_one_line_with_its_path() -> None:
+    from ctrlbatch.replay.cli import os_error_line
+
+    assert os_error_line(PermissionError(13, "Permission denied", "/data/x.log")) == "/data/x.log: Permission denied"
+    assert os_error_line(OSError(18, "Invalid cross-device link", "/a", None, "/b")) == "/a -> /b: Invalid cross-device link"
+    pyarrow_like = OSError("Failed to open local file '/out/part-0.parquet'.\n Detail: [errno 28] No space left on device")
+    assert os_error_line(pyarrow_like) == (
+        "Failed to open local file '/out/part-0.parquet'. Detail: [errno 28] No space left on device"
+    )
