@@ -11,6 +11,12 @@ Rules:
   (both 4.0 versions are newer than ``LATEST_PRODUCTION``) while "4.0-IV1" is.
 - ``LATEST_PRODUCTION`` (3.9-IV0, also 3.9's default IBP) and ``LATEST_TESTING`` (the last member)
   are class attributes set after the class is built, because an enum body cannot alias its members.
+- ``MetadataLevel`` / ``metadata_level`` are the *feature levels* as Kafka 3.3 to 4.4 name them
+  (kafka-metadata-versions-4x.md), for reading KRaft logs. They are a separate table because
+  Kafka 3.9's enum above gives levels 22 and 23 other, unstable meanings ("4.0-IV0" was ELR in 3.9).
+  Each level maps to the 3.9 member whose request versions a ZooKeeper-mode controller would use:
+  its own member up to 21 (3.9-IV0), and 3.9-IV0 above (Kafka 4.0 removed ZooKeeper mode, so no
+  LeaderAndIsr, UpdateMetadata or StopReplica version exists past 3.9-IV0's).
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from __future__ import annotations
 import enum
 from typing import ClassVar
 
-__all__ = ["MetadataVersion"]
+import attrs
+
+__all__ = ["KAFKA_4X_LEVELS", "LAST_ZK_LEVEL", "MetadataLevel", "MetadataVersion", "metadata_level"]
 
 
 class MetadataVersion(enum.Enum):
@@ -181,3 +189,64 @@ def _version_string_table() -> dict[str, MetadataVersion]:
 
 
 _BY_VERSION_STRING: dict[str, MetadataVersion] = _version_string_table()
+
+
+LAST_ZK_LEVEL = 21  # 3.9-IV0: the last level with a ZooKeeper mode (Kafka 4.0 removed it)
+
+
+@attrs.frozen(slots=True)
+class MetadataLevel:
+    """A metadata.version feature level as Kafka 4.x names it, and the 3.9 ``MetadataVersion``
+    whose request versions stand for it (``request_version``: 3.9-IV0 above level 21)."""
+
+    feature_level: int
+    version: str
+    metadata_changed: bool
+    request_version: MetadataVersion
+
+    def __str__(self) -> str:
+        return self.version
+
+    @property
+    def zookeeper_era(self) -> bool:
+        """Whether a ZooKeeper-mode Kafka ever ran at this level (levels up to 21, 3.9-IV0)."""
+        return self.feature_level <= LAST_ZK_LEVEL
+
+
+# (level, Kafka 4.x name, didMetadataChange) for levels 22-33: MetadataVersion.java at apache/kafka
+# 4425e970 (kafka-metadata-versions-4x.md). Levels 1-21 keep 3.9's names (the same in 4.x).
+_LEVELS_4X: tuple[tuple[int, str, bool], ...] = (
+    (22, "4.0-IV0", False),
+    (23, "4.0-IV1", True),
+    (24, "4.0-IV2", False),
+    (25, "4.0-IV3", False),
+    (26, "4.1-IV0", False),
+    (27, "4.1-IV1", False),
+    (28, "4.2-IV0", False),
+    (29, "4.2-IV1", False),
+    (30, "4.3-IV0", True),
+    (31, "4.4-IV0", False),
+    (32, "4.4-IV1", True),
+    (33, "4.4-IV2", True),
+)
+# didMetadataChange of levels 1-21 (MetadataVersion.java; the same in 3.9 and 4.x).
+_CHANGED_3X = frozenset({1, 3, 5, 6, 7, 8, 11, 13, 14, 15, 17})
+
+
+def _levels() -> dict[int, MetadataLevel]:
+    table = {
+        mv.feature_level: MetadataLevel(mv.feature_level, mv.version, mv.feature_level in _CHANGED_3X, mv)
+        for mv in MetadataVersion.VERSIONS
+        if 0 < mv.feature_level <= LAST_ZK_LEVEL
+    }
+    last_zk = table[LAST_ZK_LEVEL].request_version
+    table.update({lv: MetadataLevel(lv, name, changed, last_zk) for lv, name, changed in _LEVELS_4X})
+    return table
+
+
+KAFKA_4X_LEVELS: dict[int, MetadataLevel] = _levels()
+
+
+def metadata_level(level: int) -> MetadataLevel | None:
+    """The feature level ``level`` as Kafka 4.x knows it (1-33), or None for a level it does not."""
+    return KAFKA_4X_LEVELS.get(level)

@@ -25,10 +25,15 @@ from typing import Any
 
 from ctrlbatch.common import CommandError
 from ctrlbatch.context import MetadataVersion
+from ctrlbatch.context.metadata_version import KAFKA_4X_LEVELS, LAST_ZK_LEVEL
 
 __all__ = ["configure", "run", "parse_ibp"]
 
 ENGINES = ("spark", "local")
+# The names of the Kafka 4.x levels (22-33) and their releases: refused by --ibp with the reason.
+_KAFKA_4X_NAMES = frozenset(
+    name for n, lv in KAFKA_4X_LEVELS.items() if n > LAST_ZK_LEVEL for name in (lv.version, lv.version.split("-")[0])
+)
 TARGETS = ("all", "migrating")
 
 
@@ -74,7 +79,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_ibp(text: str, option: str = "--ibp") -> MetadataVersion:
-    """A metadata version from its Kafka spelling (``3.9-IV0``, ``2.8``); CommandError names the option."""
+    """A metadata version from its Kafka spelling (``3.9-IV0``, ``2.8``); CommandError names the option.
+
+    A Kafka 4.x name (release 4 or later) is refused in one line: Kafka 4.0 removed ZooKeeper mode."""
+    if text.strip() in _KAFKA_4X_NAMES:
+        raise CommandError(
+            f"{option}: {text.strip()} is a Kafka 4.x metadata.version, and Kafka 4.0 removed ZooKeeper mode: "
+            "no LeaderAndIsr, UpdateMetadata or StopReplica version exists past 3.9-IV0's (levels above 21 "
+            "already use them); name a ZooKeeper-era version such as 3.9-IV0"
+        )
     try:
         return MetadataVersion.from_version_string(text.strip())
     except (ValueError, KeyError) as e:

@@ -11,7 +11,9 @@ lines are empty, so such a control batch has no control_records. `Dumping`, `Log
 starting offset`, `Snapshot end offset` and `KRaft bootstrap snapshot` lines are headers. An
 invalid batch (isvalid: false), a record Kafka could not decode (`Error at ..., skipping.`), a
 batch whose record count differs from `count:`, `Found N invalid bytes` and any other line are
-errors naming the file and line (so is a line over jsonl.MAX_LINE_BYTES, never held whole); with skip_corrupt they are counted (a bad batch is dropped whole).
+errors naming the file and line (so is a line over jsonl.MAX_LINE_BYTES, never held whole); with
+skip_corrupt they are counted, each with the lines it drops (a bad batch is dropped whole: its
+entry's span runs from its batch line to the next batch line or the end).
 """
 
 from __future__ import annotations
@@ -155,6 +157,21 @@ def read_dump(
     head: _BatchLine | None = None
     bad_batch = False
     seen = 0
+    batch_at = 0  # the line of the current batch line
+    open_bad: tuple[int, int] | None = None  # (corrupt entry, first line) of the bad batch being dropped
+
+    def skipped(reason: str, number: int, lines: tuple[int, int] | None = None) -> None:
+        """Report a bad line (or the lines of a dropped batch: first, count) or raise."""
+        err = ReplayInputError(src, number, reason, unit="line")
+        stats.skip_or_raise(err, skip_corrupt, span=(number, 1) if lines is None else lines)
+
+    def close_bad(end: int) -> None:
+        """The dropped batch ends before line end: its entry's span covers all its lines."""
+        nonlocal open_bad
+        if open_bad is not None:
+            index, first = open_bad
+            stats.corrupt[index] = attrs.evolve(stats.corrupt[index], span=(first, end - first))
+            open_bad = None
 
     def finish(number: int) -> LogBatch | None:
         """Close the open batch; check its record count against its header."""
@@ -180,12 +197,13 @@ def read_dump(
                 if not line.strip() or line.startswith(_HEADERS) or _SNAPSHOT.match(line):
                     continue
                 if line.startswith("baseOffset:"):
+                    close_bad(number)
                     try:
                         done = finish(number)
                     except LineError as e:  # the previous batch was bad: report it, go on with this one
-                        stats.skip_or_raise(ReplayInputError(src, number, e.reason, unit="line"), skip_corrupt)
+                        skipped(e.reason, number, (batch_at, number - batch_at))
                         builder.control, done = None, None  # drop the bad batch
-                    head, seen = None, 0
+                    head, seen, batch_at = None, 0, number
                     bad_batch = True  # until the line parses
                     if done is not None:
                         yield done
@@ -226,12 +244,15 @@ def read_dump(
                     continue
                 raise LineError(f"not a line of kafka-dump-log output: {line[:60]!r}")
             except LineError as e:
-                stats.skip_or_raise(ReplayInputError(src, number, e.reason, unit="line"), skip_corrupt)
+                skipped(e.reason, number)
+                if head is not None and open_bad is None:  # the rest of this batch is dropped with it
+                    open_bad = (len(stats.corrupt) - 1, batch_at)
                 bad_batch = head is not None
+        close_bad(number + 1)
         try:
             done = finish(number + 1)
         except LineError as e:
-            stats.skip_or_raise(ReplayInputError(src, number, e.reason, unit="line"), skip_corrupt)
+            skipped(e.reason, number, (batch_at, number + 1 - batch_at))
             done = None
         if done is not None:
             yield done

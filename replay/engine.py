@@ -121,8 +121,10 @@ class EngineRun:
         ``self.image`` is the image after the last delta once the groups are exhausted."""
         try:
             if from_snapshot:
+                if self.history.snapshot is None:
+                    raise ValueError("from_snapshot: the history has no snapshot to start from")
                 image, start = snapshot_start(self.history, self.counted(self.history.snapshot_batches()))
-                assert start is not None, "from_snapshot needs a history with a snapshot"
+                assert start is not None  # a snapshot gives its pseudo-delta
                 yield from self._deliver(start, propagate_image(image, self.options))
             stream: Iterable[LogBatch] = self.counted(batches)
             if leader is not None:

@@ -77,9 +77,10 @@ def _rebuild(source: str, position: int, reason: str, unit: Unit) -> ReplayInput
 class Corrupt:
     """One problem with the input that skip_corrupt counted instead of raising, and why.
 
-    span is (first byte, length) of the binary input dropped for it: a batch, or the rest of a
-    file after a bad length or a truncation. None when nothing was dropped for it (an offset
-    gap names input that is missing, not skipped) or the input is text (position is its line)."""
+    span is (first, length) of the input dropped for it, in the unit of position: bytes of binary
+    input (a batch, or the rest of a file after a bad length or a truncation), lines of text
+    input. None when nothing was dropped for it (an offset gap names input that is missing, not
+    skipped) or the reader does not say."""
 
     source: str
     position: int
@@ -92,8 +93,9 @@ class Corrupt:
         if self.span is None:
             return text
         start, length = self.span
-        at = "" if start == self.position else f" from byte offset {start}"
-        return f"{text} (skipped {length:,} bytes{at})"
+        noun = ("byte" if self.unit == "byte" else "line") + ("" if length == 1 else "s")
+        at = "" if start == self.position else f" from {'byte offset' if self.unit == 'byte' else 'line'} {start}"
+        return f"{text} (skipped {length:,} {noun}{at})"
 
 
 def stats_for(skip_corrupt: bool, stats: ReadStats | None) -> ReadStats:
@@ -141,7 +143,7 @@ class ReadStats:
     @property
     def skipped_bytes(self) -> int:
         """Bytes of binary input dropped by skip_corrupt, over every span."""
-        return sum(c.span[1] for c in self.corrupt if c.span is not None)
+        return sum(c.span[1] for c in self.corrupt if c.span is not None and c.unit == "byte")
 
     def merge(self, other: ReadStats) -> None:
         self.batches += other.batches

@@ -4,6 +4,8 @@ The log is what a KRaft controller would write (real segments, CRC-32C, LeaderCh
 batches, NoOps, a bootstrap transaction) for N brokers and a mix of leader elections, ISR changes,
 reassignments, topic creation and deletion, broker failures, controlled shutdowns and restarts,
 and one metadata.version upgrade. The same arguments always give the same bytes.
+--metadata-version and --upgrade-to take Kafka 3.x names as 3.9 parses them ("3.6" = 3.6-IV2) and
+Kafka 4.x names of levels 22-33 ("4.2-IV1", or a release: its newest level, "4.2" = 4.2-IV1).
 """
 
 from __future__ import annotations
@@ -13,8 +15,15 @@ import time
 
 from ctrlbatch.common import CommandError, Progress
 from ctrlbatch.context import MetadataVersion
+from ctrlbatch.context.metadata_version import KAFKA_4X_LEVELS, LAST_ZK_LEVEL
 
-from .generator import MV_LATEST, generate_log
+from .generator import MV_NEWEST, generate_log
+
+# Kafka 4.x names (levels 22-33), and each 4.x release meaning its newest level in the table.
+_4X_NAMES: dict[str, int] = {
+    **{lv.version.split("-")[0]: n for n, lv in KAFKA_4X_LEVELS.items() if n > LAST_ZK_LEVEL},
+    **{lv.version: n for n, lv in KAFKA_4X_LEVELS.items() if n > LAST_ZK_LEVEL},
+}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--segment-bytes", type=int, default=1 << 30, help="roll segments at this size")
     parser.add_argument(
-        "--metadata-version", default="3.6-IV2", help="metadata.version at bootstrap (3.4-IV0 or later)"
+        "--metadata-version", default="3.6-IV2",
+        help="metadata.version at bootstrap (3.4-IV0 up to 4.4-IV2, e.g. 3.9-IV0 or 4.2-IV1)"
     )
     parser.add_argument("--upgrade-to", default=str(MetadataVersion.IBP_3_9_IV0),
                         help="metadata.version the cluster is upgraded to part-way")  # fmt: skip
@@ -46,10 +56,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _level(text: str, option: str) -> int:
+    level_4x = _4X_NAMES.get(text.strip())
+    if level_4x is not None:
+        return level_4x
     try:
         level = MetadataVersion.from_version_string(text).feature_level
     except (ValueError, KeyError):
-        raise CommandError(f"{option}: unknown metadata.version {text!r} (e.g. 3.6-IV2, 3.9-IV0)") from None
+        raise CommandError(f"{option}: unknown metadata.version {text!r} (e.g. 3.6-IV2, 3.9-IV0, 4.2-IV1)") from None
     if level < 0:
         raise CommandError(f"{option}: {text} predates KRaft (the first KRaft level is 3.0-IV1)")
     return int(level)
@@ -60,10 +73,8 @@ def run(args: argparse.Namespace) -> int:
     upgrade = None if args.no_upgrade else _level(args.upgrade_to, "--upgrade-to")
     if upgrade is not None and upgrade <= mv:
         upgrade = None  # already there: nothing to upgrade
-    if upgrade is not None and upgrade > MV_LATEST:
-        raise CommandError(
-            f"--upgrade-to: at most {MetadataVersion.IBP_3_9_IV0} (the newest production level in 3.9)"
-        )
+    if upgrade is not None and upgrade > MV_NEWEST:
+        raise CommandError(f"--upgrade-to: at most {KAFKA_4X_LEVELS[MV_NEWEST]} (level {MV_NEWEST})")
     rf = args.replication_factor if args.replication_factor is not None else min(3, max(args.brokers, 1))
     start = time.monotonic()
     with Progress("generating", total=args.records, unit="records", enabled=not args.quiet) as progress:

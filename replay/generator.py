@@ -15,7 +15,14 @@ Rules:
   topic creation and deletion, broker failures, controlled shutdowns and restarts, KRaft leader
   changes, and one metadata.version upgrade, with NoOp batches making up noop_ratio of the
   records. Always leader in ISR, ISR within replicas (leader -1 when no live ISR member is left),
-  record versions as the metadata.version in force writes them (kafka-metadata-records.md 2.1).
+  record versions as the metadata.version in force writes them (kafka-metadata-records.md 2.1;
+  kafka-metadata-versions-4x.md for levels 22-33: PartitionRecord/PartitionChangeRecord v2 from
+  23, RegisterBrokerRecord v4 from 30; BrokerRegistrationChangeRecord keeps its call-site versions).
+- Kafka 4.x levels (22-33) add the event ``clear_elr`` (from 23, 4.0-IV1): a ClearElrRecord for
+  one live topic, or now and then (1 in 8) empty, for all topics, as the controller writes when
+  ELR is turned off or a topic's min.insync.replicas changes. The model keeps no ELR (it never
+  writes one), so these records change no partition; they still make their topics changed.
+  Levels up to 21 never draw it, so 3.x histories keep their bytes.
 - Generation stops after the event during which `records` records were reached (control
   records and NoOps included), so the count is reached exactly or passed by one event.
 """
@@ -46,7 +53,10 @@ NOOP_INTERVAL_MS = 500
 MV_TRANSACTIONS = 13  # 3.6-IV1
 MV_NO_LEADER_BUMP_ON_SHRINK = 12  # 3.6-IV0
 MV_DIRECTORIES = 17  # 3.7-IV2
-MV_LATEST = 21  # 3.9-IV0, the newest production level in 3.9
+MV_LATEST = 21  # 3.9-IV0, the newest production level in 3.9 (the default upgrade)
+MV_ELR = 23  # 4.0-IV1: PartitionRecord/PartitionChangeRecord v2, ClearElrRecord
+MV_CORDONED = 30  # 4.3-IV0: RegisterBrokerRecord v4
+MV_NEWEST = 33  # 4.4-IV2, the newest level Kafka 4.x defines (kafka-metadata-versions-4x.md)
 RACKS = ("rack-a", "rack-b", "rack-c")
 
 # Event weights of the default mix (an event not possible at that moment is drawn again).
@@ -63,6 +73,8 @@ EVENTS: tuple[tuple[str, int], ...] = (
     ("broker_restart", 6),
     ("kraft_leader_change", 1),
 )
+# Drawn only at levels >= MV_ELR (appended after EVENTS so that 3.x draws are unchanged).
+EVENTS_4X: tuple[tuple[str, int], ...] = (("clear_elr", 2),)
 
 _I32 = struct.Struct(">i")
 _PARTITION_HEAD = struct.Struct(">i16s")
@@ -93,8 +105,8 @@ def partition_change_value(
     adding: Sequence[int] | None = None,
     directories: Sequence[bytes] | None = None,
 ) -> bytes:
-    """A framed PartitionChangeRecord (v0-1): every field but the key is tagged, written only
-    when it differs from its default (null lists, leader -2), in tag order."""
+    """A framed PartitionChangeRecord (v0-2): every field but the key is tagged, written only
+    when it differs from its default (null lists, leader -2), in tag order (v2's ELRs: never)."""
     tags = []
     if isr is not None:
         tags.append(b"\x00" + _sized(_int_array(isr)))
@@ -137,7 +149,8 @@ def partition_value(
     partition_epoch: int,
     directories: Sequence[bytes],
 ) -> bytes:
-    """A framed PartitionRecord (v0-1) with leaderRecoveryState RECOVERED (its default: no tag)."""
+    """A framed PartitionRecord (v0-2) with leaderRecoveryState RECOVERED (its default: no tag) and,
+    in v2, no ELR (tagged, null: no tag)."""
     parts = [
         b"\x01\x03",
         bytes((version,)),
@@ -156,15 +169,17 @@ def partition_value(
 
 def record_versions(level: int) -> tuple[int, int]:
     """(RegisterBrokerRecord version, PartitionRecord/PartitionChangeRecord version) at a
-    metadata.version feature level (MetadataVersion.java:377-422)."""
-    register = 0 if level < 7 else 1 if level < 8 else 2 if level < MV_DIRECTORIES else 3
-    return register, 0 if level < MV_DIRECTORIES else 1
+    metadata.version feature level (MetadataVersion.java:377-422; 4.x: kafka-metadata-versions-4x.md)."""
+    register = (
+        0 if level < 7 else 1 if level < 8 else 2 if level < MV_DIRECTORIES else 3 if level < MV_CORDONED else 4
+    )
+    return register, 0 if level < MV_DIRECTORIES else 1 if level < MV_ELR else 2
 
 
 @attrs.frozen
 class GeneratorConfig:
     """What to generate. metadata_version / upgrade_to are feature levels (8 = 3.4-IV0 .. 21 =
-    3.9-IV0); upgrade_to None means no upgrade. snapshots: how many <end>-<epoch>.checkpoint
+    3.9-IV0 .. 33 = 4.4-IV2); upgrade_to None means no upgrade. snapshots: how many <end>-<epoch>.checkpoint
     files to write along the way (evenly spaced)."""
 
     brokers: int = 5
@@ -190,8 +205,8 @@ class GeneratorConfig:
             ("segment_bytes", self.segment_bytes >= 1024, "at least 1024"),
             (
                 "metadata_version",
-                8 <= self.metadata_version <= MV_LATEST,
-                f"a feature level from 8 (3.4-IV0) to {MV_LATEST}",
+                8 <= self.metadata_version <= MV_NEWEST,
+                f"a feature level from 8 (3.4-IV0) to {MV_NEWEST} (4.4-IV2)",
             ),
             ("noop_ratio", 0.0 <= self.noop_ratio < 1.0, "in [0, 1)"),
             ("snapshots", self.snapshots >= 0, "at least 0"),
@@ -200,8 +215,8 @@ class GeneratorConfig:
             checks.append(
                 (
                     "upgrade_to",
-                    self.metadata_version < self.upgrade_to <= MV_LATEST,
-                    f"above metadata_version, at most {MV_LATEST}",
+                    self.metadata_version < self.upgrade_to <= MV_NEWEST,
+                    f"above metadata_version, at most {MV_NEWEST}",
                 )
             )
         for name, ok, rule in checks:
@@ -333,9 +348,14 @@ class _Generator:
         self.upgraded = config.upgrade_to is None
         per = config.snapshots + 1
         self.snapshot_marks = [config.records * (i + 1) // per for i in range(config.snapshots)]
-        self.events: list[Callable[[], bool]] = [getattr(self, f"_{name}") for name, _w in EVENTS]
-        self.weights = [w for _n, w in EVENTS]
+        self._set_events()
         self._noop_batch = encode_records([rec.NOOP_VALUE])
+
+    def _set_events(self) -> None:
+        """The events drawn at the level in force (EVENTS, plus EVENTS_4X from MV_ELR)."""
+        mix = EVENTS + EVENTS_4X if self.level >= MV_ELR else EVENTS
+        self.events: list[Callable[[], bool]] = [getattr(self, f"_{name}") for name, _w in mix]
+        self.weights = [w for _n, w in mix]
 
     # --- low level: ids, batches, commits
 
@@ -450,9 +470,8 @@ class _Generator:
         cls = record_class(rec.REGISTER_BROKER_RECORD)
         assert cls is not None
         endpoint = cls.BrokerEndpoint(name="PLAINTEXT", host=f"broker-{b.id}", port=9092, security_protocol=0)
-        feature = cls.BrokerFeature(
-            name="metadata.version", min_supported_version=1, max_supported_version=MV_LATEST
-        )
+        newest = max(MV_LATEST, self.level, self.c.upgrade_to or 0)  # a 4.x broker supports its level
+        feature = cls.BrokerFeature(name="metadata.version", min_supported_version=1, max_supported_version=newest)
         data = cls(
             broker_id=b.id, is_migrating_zk_broker=False, incarnation_id=b.incarnation, broker_epoch=b.epoch,
             end_points=(endpoint,), features=(feature,), rack=RACKS[b.id % len(RACKS)], fenced=b.fenced,
@@ -531,6 +550,7 @@ class _Generator:
         self.level = self.c.upgrade_to
         self.upgraded = True
         self.register_version, self.partition_version = record_versions(self.level)
+        self._set_events()
         value = self._value(rec.FEATURE_LEVEL_RECORD, 0, name="metadata.version", feature_level=self.level)
         self._commit([value], [rec.FEATURE_LEVEL_RECORD])
 
@@ -768,6 +788,13 @@ class _Generator:
 
     def _kraft_leader_change(self) -> bool:
         self._leader_change()
+        return True
+
+    def _clear_elr(self) -> bool:
+        """ClearElrRecord (4.0-IV1 on): one live topic's name, or (1 in 8) empty for all topics."""
+        live = [t for t in self.topics if t.live]
+        name = "" if self.rng.random() < 0.125 or not live else self.rng.choice(live).name
+        self._commit([self._value(rec.CLEAR_ELR_RECORD, 0, topic_name=name)], [rec.CLEAR_ELR_RECORD])
         return True
 
     # --- snapshots and the side files

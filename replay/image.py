@@ -19,6 +19,14 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
 - Records with no effect on these requests (configs, quotas, ACLs, SCRAM, producer ids,
   delegation tokens, migration state, NoOp) are accepted and ignored; transaction markers are
   the delta grouping's business (deltas.py) and are ignored here; an unknown type is an error.
+- Kafka 4.x records (TopicsDelta / TopicDelta / ClusterDelta of 4.x): ClearElrRecord names a topic
+  (looked up in the image by name, else among the topics this delta created) or, empty, every
+  topic of the image; each of those topics becomes a changed topic even with nothing to clear, and
+  each partition (changed in this delta, or of the image unless the topic was created here) whose
+  ELR or last known ELR is not empty is merged with both emptied, which bumps its partition epoch.
+  UnregisterControllerRecord creates the cluster delta (controllers are not kept).
+- metadata.version levels are Kafka 4.x's (context.metadata_level, 1-33); the image keeps the
+  3.9 MetadataVersion whose request versions stand for the level: 3.9-IV0 above level 21.
 - A record Kafka's replay would throw on raises ``MetadataReplayError`` naming the offset, the
   record type and why.
 - Dispatch is a table from record type to a ``_Delta`` method that takes the record's data as
@@ -30,7 +38,8 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
 - A *partial* image (all brokers, features, only some topics) is allowed wherever the topics a
   delta touches are present: see ``_touched_topics`` / ``_needs_full_image`` in propagator.py.
 Not kept (no field of LeaderAndIsr v7, UpdateMetadata v8 or StopReplica v4 uses them):
-partition directories and ELR, configs, controllers, broker incarnation ids.
+partition directories, configs, controllers, broker incarnation ids. The ELR and last known ELR
+are kept only because ClearElrRecord changes exactly the partitions that have one.
 """
 
 from __future__ import annotations
@@ -44,11 +53,13 @@ import attrs
 
 from ctrlbatch.common import CommandError
 from ctrlbatch.context import Broker, EndPoint, MetadataVersion
+from ctrlbatch.context.metadata_version import metadata_level
 from ctrlbatch.requests.model import Message
 
 from . import records as rec
 from .metadata_classes import (
     BrokerRegistrationChangeRecord,
+    ClearElrRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
     PartitionChangeRecord,
@@ -59,6 +70,7 @@ from .metadata_classes import (
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UnregisterControllerRecord,
 )
 from .records import MetadataRecord
 
@@ -90,9 +102,10 @@ BROKER_TYPES = frozenset({
     rec.REGISTER_BROKER_RECORD, rec.UNREGISTER_BROKER_RECORD, rec.FENCE_BROKER_RECORD,
     rec.UNFENCE_BROKER_RECORD, rec.BROKER_REGISTRATION_CHANGE_RECORD,
 })
-_CLUSTER_TYPES = BROKER_TYPES | {rec.REGISTER_CONTROLLER_RECORD}
+_CLUSTER_TYPES = BROKER_TYPES | {rec.REGISTER_CONTROLLER_RECORD, rec.UNREGISTER_CONTROLLER_RECORD}
 _TOPIC_TYPES = frozenset(
-    {rec.TOPIC_RECORD, rec.PARTITION_RECORD, rec.PARTITION_CHANGE_RECORD, rec.REMOVE_TOPIC_RECORD}
+    {rec.TOPIC_RECORD, rec.PARTITION_RECORD, rec.PARTITION_CHANGE_RECORD, rec.REMOVE_TOPIC_RECORD,
+     rec.CLEAR_ELR_RECORD}
 )
 
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader default
@@ -196,13 +209,25 @@ class PartitionRegistration:
     leader_recovery_state: int = 0
     leader_epoch: int = -1
     partition_epoch: int = -1
+    elr: tuple[int, ...] = ()  # eligible leader replicas (PartitionRecord v2+, Kafka 4.0-IV1 on)
+    last_known_elr: tuple[int, ...] = ()
 
     @classmethod
     def from_record(cls, data: PartitionRecord) -> PartitionRegistration:
         return cls(
             _ids(data.replicas), _ids(data.isr), _ids(data.removing_replicas), _ids(data.adding_replicas),
             data.leader, data.leader_recovery_state, data.leader_epoch, data.partition_epoch,
+            _ids(getattr(data, "eligible_leader_replicas", None)), _ids(getattr(data, "last_known_elr", None)),
         )
+
+    @property
+    def has_elr(self) -> bool:
+        return bool(self.elr or self.last_known_elr)
+
+    def without_elr(self) -> PartitionRegistration:
+        """merge() of a PartitionChangeRecord setting only an empty ELR and last known ELR
+        (TopicDelta.maybeClearElr): the partition epoch moves by one, nothing else but the ELRs."""
+        return attrs.evolve(self, partition_epoch=self.partition_epoch + 1, elr=(), last_known_elr=())
 
     def merge(self, data: PartitionChangeRecord) -> PartitionRegistration:
         """PartitionRegistration.merge (PR:241-280): absent lists keep theirs; a leader other
@@ -212,6 +237,8 @@ class PartitionRegistration:
         else:
             leader, leader_epoch = data.leader, self.leader_epoch + 1
         lrs = data.leader_recovery_state
+        elr = getattr(data, "eligible_leader_replicas", None)
+        last_known_elr = getattr(data, "last_known_elr", None)
         return PartitionRegistration(
             self.replicas if data.replicas is None else tuple(data.replicas),
             self.isr if data.isr is None else tuple(data.isr),
@@ -221,6 +248,8 @@ class PartitionRegistration:
             self.leader_recovery_state if lrs == NO_RECOVERY_STATE_CHANGE else lrs,
             leader_epoch,
             self.partition_epoch + 1,
+            self.elr if elr is None else tuple(elr),
+            self.last_known_elr if last_known_elr is None else tuple(last_known_elr),
         )
 
 
@@ -294,12 +323,11 @@ class DeltaChanges:
         return self.cluster_touched or self.topics_touched
 
 
-_BY_LEVEL = {mv.feature_level: mv for mv in MetadataVersion if mv.feature_level > 0}
-
-
 def metadata_version_for_level(level: int) -> MetadataVersion | None:
-    """MetadataVersion.fromFeatureLevel, or None for a level 3.9 does not know."""
-    return _BY_LEVEL.get(level)
+    """The 3.9 MetadataVersion whose request versions stand for feature level ``level`` as Kafka 4.x
+    numbers it (1-21: its own; 22-33: 3.9-IV0), or None for a level Kafka 4.4 does not know."""
+    known = metadata_level(level)
+    return None if known is None else known.request_version
 
 
 class _Delta:
@@ -429,6 +457,39 @@ class _Delta:
     def register_controller(self, record: MetadataRecord, d: RegisterControllerRecord) -> None:
         pass
 
+    def unregister_controller(self, record: MetadataRecord, d: UnregisterControllerRecord) -> None:
+        """ClusterDelta.replay(UnregisterControllerRecord): controllers are not kept here."""
+
+    # -- Kafka 4.x: ClearElrRecord (TopicsDelta.replay / TopicDelta.replay of 4.x)
+
+    def clear_elr(self, record: MetadataRecord, d: ClearElrRecord) -> None:
+        name = d.topic_name
+        if not name:
+            for image_tid in self.image.topics:  # every topic of the image, none created by this delta
+                self._clear_topic_elr(record, image_tid)
+            return
+        topic = self.image.topic_by_name(name)
+        tid: uuid.UUID | None = topic.id if topic is not None else self._created_id(name)
+        if tid is None:
+            raise MetadataReplayError(record, f"Unable to clear elr for topic with name {name}: no such topic found.")
+        self._clear_topic_elr(record, tid)
+
+    def _created_id(self, name: str) -> uuid.UUID | None:
+        """TopicsDelta.createdTopics.get(name): the id of a topic this delta created with that name."""
+        found = [tid for tid in self.created if self.topics[tid][0] == name]
+        return found[-1] if found else None
+
+    def _clear_topic_elr(self, record: MetadataRecord, topic_id: uuid.UUID) -> None:
+        parts = self._changed_topic(record, topic_id)  # getOrCreateTopicDelta: changed even if nothing clears
+        for p, reg in list(parts.items()):
+            if reg.has_elr:
+                parts[p] = reg.without_elr()
+        topic = None if topic_id in self.created else self.image.topics.get(topic_id)
+        if topic is not None:
+            for p, reg in topic.partitions.items():
+                if p not in parts and reg.has_elr:
+                    parts[p] = reg.without_elr()
+
     # -- records
 
     def replay(self, records: Iterable[MetadataRecord]) -> None:
@@ -511,12 +572,12 @@ def _check_recovery_state(record: MetadataRecord, value: int) -> None:
         raise MetadataReplayError(record, f"unknown leaderRecoveryState {value}")
 
 
-D = TypeVar("D", bound=Message)
+_D = TypeVar("_D", bound=Message)
 # The data argument is the record's data, an instance of the row's class (see the module rules).
 _Replay = Callable[[_Delta, MetadataRecord, Any], None]
 
 
-def _on(cls: type[D], replay: Callable[[_Delta, MetadataRecord, D], None]) -> tuple[int, _Replay]:
+def _on(cls: type[_D], replay: Callable[[_Delta, MetadataRecord, _D], None]) -> tuple[int, _Replay]:
     """A row of the dispatch table: cls's record type id, and a replay that mypy checks takes a cls."""
     if cls.API_KEY is None:
         raise TypeError(f"{cls.__name__} is not a metadata record")
@@ -535,6 +596,8 @@ _REPLAY: dict[int, _Replay] = dict((
     _on(FeatureLevelRecord, _Delta.feature_level),
     _on(BrokerRegistrationChangeRecord, _Delta.change_broker),
     _on(RegisterControllerRecord, _Delta.register_controller),
+    _on(UnregisterControllerRecord, _Delta.unregister_controller),
+    _on(ClearElrRecord, _Delta.clear_elr),
 ))
 
 

@@ -92,6 +92,7 @@ class ReplayOutcome:
     seconds: float
     out: Path | None
     phases: dict[str, float] = attrs.field(factory=dict)  # Spark: wall seconds per phase
+    controller: dict[str, Any] = attrs.field(factory=dict)  # the controller id used and where it came from
 
     def __repr__(self) -> str:
         return f"ReplayOutcome({self.job.engine}, {self.rows:,} rows, {self.seconds:.1f} s)"
@@ -103,6 +104,7 @@ class ReplayOutcome:
             "seconds": round(self.seconds, 3),
             "phases": {k: round(v, 3) for k, v in self.phases.items()},
             "read": self.stats.to_dict(),
+            "controller_id": self.controller,
             "summary": _summary_dict(self.summary),
         }
 
@@ -119,27 +121,57 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
     from .sources import open_history
 
     history = open_history(job.path, from_snapshot=job.from_snapshot, skip_corrupt=job.skip_corrupt)
+    run_job, controller = _controller_at_start(job, history)
     out = OutputDir(out_dir) if out_dir is not None else None
     start = time.monotonic()
     try:
         phases: dict[str, float] = {}
         if job.engine == "local":
-            summary, stats, rows = _run_local(job, history, out)
+            summary, stats, rows = _run_local(run_job, history, out)
         else:
-            summary, stats, rows = _run_spark(job, out, phases)
+            summary, stats, rows = _run_spark(run_job, out, phases)
         if stats.batches == 0 and not stats.corrupt:
             raise CommandError(f"{job.path}: the input is empty: it holds no record batch to replay")
-        outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases)
+        outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller)
         if out is not None:
             write_json(out.summary_path, outcome.to_dict())
             with Progress("drawing report.png", enabled=job.progress):
                 timeline = broker_timeline(out.requests_dir, REPORT_BINS)
-                draw_report(timeline, out.report_path, title=f"ctrlbatch replay of {Path(job.path).name}")
+                kraft = {b: (c["kraft_fetch_bytes"], c["zk_request_bytes"]) for b, c in summary.kraft_by_broker().items()}
+                draw_report(timeline, out.report_path, title=f"ctrlbatch replay of {Path(job.path).name}", kraft=kraft)
             out.commit()
         return outcome
     finally:
         if out is not None and not out.committed:
             out.abort()
+
+
+def _controller_at_start(job: ReplayJob, history: Any) -> tuple[ReplayJob, dict[str, Any]]:
+    """The job to run, with the controller id in office where the replay starts, and where that
+    id came from: from a snapshot, the KRaft leader of the last LeaderChange below its end offset
+    in the retained segments; else (or when none is retained) --controller-id, else 1. After
+    that, every LeaderChange record of the replayed log names the controller of later deltas."""
+    from .sources import snapshot_leader
+
+    given = job.controller_id
+    fallback = {"id": 1 if given is None else given, "source": "--controller-id" if given is not None else "default"}
+    snap = history.snapshot
+    if snap is None:
+        return job, {**fallback, "until": "the first LeaderChange record of the log"}
+    found = snapshot_leader(history)
+    if found is None:
+        why = (
+            f"no LeaderChange record below the snapshot's end offset {snap.end_offset} is retained"
+            if history.kind == "log" and snap.path != history.source
+            else "only .log segments are searched for the LeaderChange before a snapshot"
+        )
+        return job, {**fallback, "until": "the first LeaderChange record after the snapshot", "why": why}
+    leader, offset = found
+    info = {"id": leader, "source": f"LeaderChange record at offset {offset} (below the snapshot's end offset "
+            f"{snap.end_offset})", "until": "the first LeaderChange record after the snapshot"}
+    if given is not None and given != leader:
+        info["ignored"] = f"--controller-id {given}: the log names the leader"
+    return attrs.evolve(job, controller_id=leader), info
 
 
 def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
@@ -268,7 +300,42 @@ def format_summary(outcome: ReplayOutcome) -> str:
     lines += [f"{b:<30}{c['requests']:>12,}{c['partitions']:>14,}{c['bytes']:>16,}" for b, c in shown]
     records = ", ".join(f"{name} {n:,}" for name, n in data["records_by_type"].items())
     lines += ["", f"records by type: {records or 'none'}"]
+    lines += _more_lines(outcome, data)
     return "\n".join(lines) + "\n"
+
+
+def _more_lines(outcome: ReplayOutcome, data: Mapping[str, Any]) -> list[str]:
+    """metadata.version (the Kafka 4.x note), the controller id's origin, and KRaft beside ZooKeeper."""
+    lines = []
+    mv = data.get("metadata_version", {})
+    if mv.get("levels"):
+        levels = ", ".join(f"{lv} ({name})" for lv, name in mv["levels"].items())
+        lines.append(f"metadata.version levels: {levels}")
+    if mv.get("note"):
+        forced = "" if outcome.job.ibp is None else f" (but --ibp {outcome.job.ibp} set the versions of this run)"
+        lines.append(f"note: {mv['note']}{forced}")
+    c = outcome.controller
+    if c:
+        why = f"; {c['why']}" if "why" in c else ""
+        ignored = f"; {c['ignored']}" if "ignored" in c else ""
+        lines.append(f"controller id: {c['id']} from {c['source']}, until {c['until']}{why}{ignored}")
+    kraft = data.get("kraft_vs_zookeeper")
+    if kraft and kraft["by_broker"]:
+        unsized = f", {kraft['unsized_batches']:,} batches of unknown size" if kraft["unsized_batches"] else ""
+        lines += [
+            "",
+            f"KRaft beside ZooKeeper mode: metadata log {kraft['log_bytes']:,} bytes in {kraft['log_batches']:,} "
+            f"batches{unsized}, fetched by every KRaft broker (see summary.json for the definition)",
+            f"{'broker':<30}{'KRaft fetched':>16}{'ZK requests':>16}{'ZK / KRaft':>12}",
+        ]
+        shown = list(kraft["by_broker"].items())[:MAX_BROKER_LINES]
+        for b, c2 in shown:
+            k, z = c2["kraft_fetch_bytes"], c2["zk_request_bytes"]
+            ratio = f"{z / k:.2f}" if k else "-"
+            lines.append(f"{b:<30}{k:>16,}{z:>16,}{ratio:>12}")
+        if len(kraft["by_broker"]) > len(shown):
+            lines.append(f"... {len(kraft['by_broker']) - len(shown)} more brokers in summary.json")
+    return lines
 
 
 def format_comparison(versions: tuple[MetadataVersion, MetadataVersion], left: ReplayOutcome, right: ReplayOutcome) -> str:

@@ -4,7 +4,8 @@ types, versions, nullable/tagged flags and defaults, one declaration per record 
 Generated from Kafka's JSON specs by `python -m ctrlbatch.replay.metadata_specgen`; the JSON
 files are the truth and tests/replay/test_metadata_catalog.py compares this module with them
 field by field. RECORDS holds the metadata records in apiKey order; CONTROL_RECORDS maps a
-control record type id to (name, schema).
+control record type id to (name, schema). RegisterBrokerRecord 0-4 and
+BrokerRegistrationChangeRecord 0-3 go past their JSON (metadata_specgen.VERSIONS_PAST_THE_JSON).
 """
 
 # ruff: noqa: E501, I001
@@ -15,7 +16,7 @@ REGISTER_BROKER_RECORD = message(
     "RegisterBrokerRecord",
     "metadata",
     0,
-    "0-3",
+    "0-4",
     "0+",
     field("BrokerId", "int32", "0+", about="The broker id."),
     field(
@@ -415,7 +416,7 @@ BROKER_REGISTRATION_CHANGE_RECORD = message(
     "BrokerRegistrationChangeRecord",
     "metadata",
     17,
-    "0-2",
+    "0-3",
     "0+",
     field("BrokerId", "int32", "0+", about="The broker id."),
     field("BrokerEpoch", "int64", "0+", about="The broker epoch assigned by the controller."),
@@ -604,11 +605,36 @@ REGISTER_CONTROLLER_RECORD = message(
 )
 
 
+CLEAR_ELR_RECORD = message(
+    "ClearElrRecord",
+    "metadata",
+    28,
+    "0",
+    "0+",
+    field(
+        "TopicName",
+        "string",
+        "0+",
+        about="The name of the topic to clear ELRs for, or empty if all ELRs should be cleared.",
+    ),
+)
+
+
+UNREGISTER_CONTROLLER_RECORD = message(
+    "UnregisterControllerRecord",
+    "metadata",
+    29,
+    "0",
+    "0+",
+    field("ControllerId", "int32", "0+", about="The controller id."),
+)
+
+
 _VOTER = struct(
     "Voter",
     "0+",
-    field("VoterId", "int32", "0+"),
-    field("VoterDirectoryId", "uuid", "1+", about="The directory id of the voter"),
+    field("VoterId", "int32", "0+", about="The ID of the voter."),
+    field("VoterDirectoryId", "uuid", "1+", about="The directory id of the voter."),
 )
 
 
@@ -618,14 +644,14 @@ LEADER_CHANGE_MESSAGE = message(
     None,
     "0-1",
     "0+",
-    field("Version", "int16", "0+", about="The version of the leader change message"),
-    field("LeaderId", "int32", "0+", about="The ID of the newly elected leader"),
-    field("Voters", "[]Voter", "0+", about="The set of voters in the quorum for this epoch", struct=_VOTER),
+    field("Version", "int16", "0+", about="The version of the leader change message."),
+    field("LeaderId", "int32", "0+", about="The ID of the newly elected leader."),
+    field("Voters", "[]Voter", "0+", about="The set of voters in the quorum for this epoch.", struct=_VOTER),
     field(
         "GrantingVoters",
         "[]Voter",
         "0+",
-        about="The voters who voted for the leader at the time of election",
+        about="The voters who voted for the leader at the time of election.",
         struct=_VOTER,
     ),
 )
@@ -637,12 +663,12 @@ SNAPSHOT_HEADER_RECORD = message(
     None,
     "0",
     "0+",
-    field("Version", "int16", "0+", about="The version of the snapshot header record"),
+    field("Version", "int16", "0+", about="The version of the snapshot header record."),
     field(
         "LastContainedLogTimestamp",
         "int64",
         "0+",
-        about="The append time of the last record from the log contained in this snapshot",
+        about="The append time of the last record from the log contained in this snapshot.",
     ),
 )
 
@@ -653,7 +679,7 @@ SNAPSHOT_FOOTER_RECORD = message(
     None,
     "0",
     "0+",
-    field("Version", "int16", "0+", about="The version of the snapshot footer record"),
+    field("Version", "int16", "0+", about="The version of the snapshot footer record."),
 )
 
 
@@ -663,8 +689,8 @@ K_RAFT_VERSION_RECORD = message(
     None,
     "0",
     "0+",
-    field("Version", "int16", "0+", about="The version of the kraft version record"),
-    field("KRaftVersion", "int16", "0+", about="The kraft protocol version"),
+    field("Version", "int16", "0+", about="The version of the kraft version record."),
+    field("KRaftVersion", "int16", "0+", about="The kraft protocol version."),
 )
 
 
@@ -674,36 +700,40 @@ VOTERS_RECORD = message(
     None,
     "0",
     "0+",
-    field("Version", "int16", "0+", about="The version of the voters record"),
+    field("Version", "int16", "0+", about="The version of the voters record."),
     field(
         "Voters",
         "[]Voter",
         "0+",
+        about="The set of voters in the quorum for this epoch.",
         struct=struct(
             "Voter",
             "0+",
-            field("VoterId", "int32", "0+", about="The replica id of the voter in the topic partition"),
+            field("VoterId", "int32", "0+", about="The replica id of the voter in the topic partition."),
             field(
-                "VoterDirectoryId", "uuid", "0+", about="The directory id of the voter in the topic partition"
+                "VoterDirectoryId",
+                "uuid",
+                "0+",
+                about="The directory id of the voter in the topic partition.",
             ),
             field(
                 "Endpoints",
                 "[]Endpoint",
                 "0+",
-                about="The endpoint that can be used to communicate with the voter",
+                about="The endpoint that can be used to communicate with the voter.",
                 struct=struct(
                     "Endpoint",
                     "0+",
-                    field("Name", "string", "0+", about="The name of the endpoint"),
-                    field("Host", "string", "0+", about="The hostname"),
-                    field("Port", "uint16", "0+", about="The port"),
+                    field("Name", "string", "0+", about="The name of the endpoint."),
+                    field("Host", "string", "0+", about="The hostname."),
+                    field("Port", "uint16", "0+", about="The port."),
                 ),
             ),
             field(
                 "KRaftVersionFeature",
                 "KRaftVersionFeature",
                 "0+",
-                about="The range of versions of the protocol that the replica supports",
+                about="The range of versions of the protocol that the replica supports.",
                 struct=struct(
                     "KRaftVersionFeature",
                     "0+",
@@ -711,13 +741,13 @@ VOTERS_RECORD = message(
                         "MinSupportedVersion",
                         "int16",
                         "0+",
-                        about="The minimum supported KRaft protocol version",
+                        about="The minimum supported KRaft protocol version.",
                     ),
                     field(
                         "MaxSupportedVersion",
                         "int16",
                         "0+",
-                        about="The maximum supported KRaft protocol version",
+                        about="The maximum supported KRaft protocol version.",
                     ),
                 ),
             ),
@@ -752,6 +782,8 @@ RECORDS = (
     ABORT_TRANSACTION_RECORD,
     REMOVE_DELEGATION_TOKEN_RECORD,
     REGISTER_CONTROLLER_RECORD,
+    CLEAR_ELR_RECORD,
+    UNREGISTER_CONTROLLER_RECORD,
 )
 
 

@@ -18,7 +18,7 @@ from . import metadata_catalog as catalog
 
 @attrs.frozen(weakref_slot=False)
 class RegisterBrokerRecord(Message):
-    """RegisterBrokerRecord: the metadata record of type 0, versions 0-3, flexible 0+."""
+    """RegisterBrokerRecord: the metadata record of type 0, versions 0-4, flexible 0+."""
 
     @attrs.frozen(weakref_slot=False)
     class BrokerEndpoint(Struct):
@@ -349,7 +349,7 @@ bind(catalog.PRODUCER_IDS_RECORD, ProducerIdsRecord, [])
 
 @attrs.frozen(weakref_slot=False)
 class BrokerRegistrationChangeRecord(Message):
-    """BrokerRegistrationChangeRecord: the metadata record of type 17, versions 0-2, flexible 0+."""
+    """BrokerRegistrationChangeRecord: the metadata record of type 17, versions 0-3, flexible 0+."""
 
     broker_id: int = 0
     """The broker id. (int32, versions 0+)"""
@@ -547,6 +547,32 @@ bind(catalog.REGISTER_CONTROLLER_RECORD, RegisterControllerRecord, [RegisterCont
 
 
 @attrs.frozen(weakref_slot=False)
+class ClearElrRecord(Message):
+    """ClearElrRecord: the metadata record of type 28, versions 0, flexible 0+."""
+
+    topic_name: str = ''
+    """The name of the topic to clear ELRs for, or empty if all ELRs should be cleared. (string, versions 0+)"""
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+    """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
+
+
+bind(catalog.CLEAR_ELR_RECORD, ClearElrRecord, [])
+
+
+@attrs.frozen(weakref_slot=False)
+class UnregisterControllerRecord(Message):
+    """UnregisterControllerRecord: the metadata record of type 29, versions 0, flexible 0+."""
+
+    controller_id: int = 0
+    """The controller id. (int32, versions 0+)"""
+    unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
+    """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
+
+
+bind(catalog.UNREGISTER_CONTROLLER_RECORD, UnregisterControllerRecord, [])
+
+
+@attrs.frozen(weakref_slot=False)
 class LeaderChangeMessage(Message):
     """LeaderChangeMessage: the control record, versions 0-1, flexible 0+."""
 
@@ -555,19 +581,20 @@ class LeaderChangeMessage(Message):
         """Voter, a struct of LeaderChangeMessage."""
 
         voter_id: int = 0
+        """The ID of the voter. (int32, versions 0+)"""
         voter_directory_id: uuid.UUID = ZERO_UUID
-        """The directory id of the voter (uuid, versions 1+)"""
+        """The directory id of the voter. (uuid, versions 1+)"""
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
         """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
     version: int = 0
-    """The version of the leader change message (int16, versions 0+)"""
+    """The version of the leader change message. (int16, versions 0+)"""
     leader_id: int = 0
-    """The ID of the newly elected leader (int32, versions 0+)"""
+    """The ID of the newly elected leader. (int32, versions 0+)"""
     voters: tuple[Voter, ...] = attrs.field(default=(), converter=to_tuple)
-    """The set of voters in the quorum for this epoch ([]Voter, versions 0+)"""
+    """The set of voters in the quorum for this epoch. ([]Voter, versions 0+)"""
     granting_voters: tuple[Voter, ...] = attrs.field(default=(), converter=to_tuple)
-    """The voters who voted for the leader at the time of election ([]Voter, versions 0+)"""
+    """The voters who voted for the leader at the time of election. ([]Voter, versions 0+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
@@ -580,9 +607,9 @@ class SnapshotHeaderRecord(Message):
     """SnapshotHeaderRecord: the control record, versions 0, flexible 0+."""
 
     version: int = 0
-    """The version of the snapshot header record (int16, versions 0+)"""
+    """The version of the snapshot header record. (int16, versions 0+)"""
     last_contained_log_timestamp: int = 0
-    """The append time of the last record from the log contained in this snapshot (int64, versions 0+)"""
+    """The append time of the last record from the log contained in this snapshot. (int64, versions 0+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
@@ -595,7 +622,7 @@ class SnapshotFooterRecord(Message):
     """SnapshotFooterRecord: the control record, versions 0, flexible 0+."""
 
     version: int = 0
-    """The version of the snapshot footer record (int16, versions 0+)"""
+    """The version of the snapshot footer record. (int16, versions 0+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
@@ -608,9 +635,9 @@ class KRaftVersionRecord(Message):
     """KRaftVersionRecord: the control record, versions 0, flexible 0+."""
 
     version: int = 0
-    """The version of the kraft version record (int16, versions 0+)"""
+    """The version of the kraft version record. (int16, versions 0+)"""
     k_raft_version: int = 0
-    """The kraft protocol version (int16, versions 0+)"""
+    """The kraft protocol version. (int16, versions 0+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
@@ -627,11 +654,11 @@ class VotersRecord(Message):
         """Endpoint, a struct of VotersRecord."""
 
         name: str = ''
-        """The name of the endpoint (string, versions 0+)"""
+        """The name of the endpoint. (string, versions 0+)"""
         host: str = ''
-        """The hostname (string, versions 0+)"""
+        """The hostname. (string, versions 0+)"""
         port: int = 0
-        """The port (uint16, versions 0+)"""
+        """The port. (uint16, versions 0+)"""
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
         """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
@@ -640,9 +667,9 @@ class VotersRecord(Message):
         """KRaftVersionFeature, a struct of VotersRecord."""
 
         min_supported_version: int = 0
-        """The minimum supported KRaft protocol version (int16, versions 0+)"""
+        """The minimum supported KRaft protocol version. (int16, versions 0+)"""
         max_supported_version: int = 0
-        """The maximum supported KRaft protocol version (int16, versions 0+)"""
+        """The maximum supported KRaft protocol version. (int16, versions 0+)"""
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
         """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
@@ -651,19 +678,20 @@ class VotersRecord(Message):
         """Voter, a struct of VotersRecord."""
 
         voter_id: int = 0
-        """The replica id of the voter in the topic partition (int32, versions 0+)"""
+        """The replica id of the voter in the topic partition. (int32, versions 0+)"""
         voter_directory_id: uuid.UUID = ZERO_UUID
-        """The directory id of the voter in the topic partition (uuid, versions 0+)"""
+        """The directory id of the voter in the topic partition. (uuid, versions 0+)"""
         endpoints: tuple[VotersRecord.Endpoint, ...] = attrs.field(default=(), converter=to_tuple)
-        """The endpoint that can be used to communicate with the voter ([]Endpoint, versions 0+)"""
+        """The endpoint that can be used to communicate with the voter. ([]Endpoint, versions 0+)"""
         k_raft_version_feature: VotersRecord.KRaftVersionFeature = attrs.field(factory=lambda: VotersRecord.KRaftVersionFeature())
-        """The range of versions of the protocol that the replica supports (KRaftVersionFeature, versions 0+)"""
+        """The range of versions of the protocol that the replica supports. (KRaftVersionFeature, versions 0+)"""
         unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
         """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
     version: int = 0
-    """The version of the voters record (int16, versions 0+)"""
+    """The version of the voters record. (int16, versions 0+)"""
     voters: tuple[Voter, ...] = attrs.field(default=(), converter=to_tuple)
+    """The set of voters in the quorum for this epoch. ([]Voter, versions 0+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
@@ -697,6 +725,8 @@ RECORD_CLASSES: dict[int, type[Message]] = {
     25: AbortTransactionRecord,
     26: RemoveDelegationTokenRecord,
     27: RegisterControllerRecord,
+    28: ClearElrRecord,
+    29: UnregisterControllerRecord,
 }
 """Metadata record type id (apiKey) -> class."""
 
@@ -715,6 +745,7 @@ __all__ = [
     "BeginTransactionRecord",
     "BrokerRegistrationChangeRecord",
     "CONTROL_CLASSES",
+    "ClearElrRecord",
     "ClientQuotaRecord",
     "ConfigRecord",
     "DelegationTokenRecord",
@@ -739,6 +770,7 @@ __all__ = [
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",
+    "UnregisterControllerRecord",
     "UserScramCredentialRecord",
     "VotersRecord",
     "ZkMigrationStateRecord",

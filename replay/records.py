@@ -43,6 +43,8 @@ END_TRANSACTION_RECORD = 24
 ABORT_TRANSACTION_RECORD = 25
 REMOVE_DELEGATION_TOKEN_RECORD = 26
 REGISTER_CONTROLLER_RECORD = 27
+CLEAR_ELR_RECORD = 28  # Kafka 4.0-IV1 (level 23) on
+UNREGISTER_CONTROLLER_RECORD = 29  # Kafka 4.4-IV2 (level 33) on
 
 # Control record type ids (ControlRecordType.java; kafka-metadata-records.md section 8).
 LEADER_CHANGE = 2
@@ -116,7 +118,8 @@ class LogBatch:
     """One record batch. epoch is partitionLeaderEpoch (the KRaft leader epoch that wrote it),
     timestamp its maxTimestamp; position is the batch's byte offset in source (a line number
     for text inputs). Data batches carry records and count their NoOps; control batches carry
-    control_records."""
+    control_records; size is the batch's length in its file, offset and length prefix included
+    (0 when unknown: text inputs)."""
 
     base_offset: int
     last_offset: int
@@ -128,6 +131,7 @@ class LogBatch:
     noops: int
     source: str
     position: int
+    size: int = attrs.field(default=0, eq=False)  # of the file form, not the batch: not compared
 
     def __repr__(self) -> str:
         kind = f"control {len(self.control_records)}" if self.control else f"{len(self.records)} records"

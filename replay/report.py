@@ -13,10 +13,13 @@ Rules of this module:
   margin for the axis and its ticks) gets a UTC date axis; any other gets an axis of seconds after its first timestamp, and says why.
 - Three panels sharing the time axis: all brokers together (requests as bars, bytes as a
   line), then one heat map row per broker for requests and one for bytes.
+- With ``kraft`` (broker -> (KRaft fetch bytes, ZooKeeper request bytes), summary.KRAFT_DEFINITION)
+  a fourth panel below, in its own subfigure: the two byte counts side by side per broker.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +127,10 @@ def _byte_unit(largest: int) -> tuple[int, str]:
     return next(((scale, name) for scale, name in _UNITS if largest >= scale), (1, "bytes"))
 
 
-def draw_report(timeline: BrokerTimeline, path: Path, *, title: str) -> None:
-    """Write the three-panel PNG for ``timeline`` to ``path``."""
+def draw_report(
+    timeline: BrokerTimeline, path: Path, *, title: str, kraft: Mapping[int, tuple[int, int]] | None = None
+) -> None:
+    """Write the three-panel PNG for ``timeline`` to ``path`` (four panels with ``kraft``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,9 +139,12 @@ def draw_report(timeline: BrokerTimeline, path: Path, *, title: str) -> None:
     import numpy as np
 
     mdates: Any = matplotlib.dates  # partly untyped
-    fig, axes = plt.subplots(
-        3, 1, figsize=(13, 9), sharex=True, gridspec_kw={"height_ratios": [1.1, 1, 1]}, layout="constrained"
-    )
+    fig = plt.figure(figsize=(13, 9 if kraft is None else 12), layout="constrained")
+    panels: Any = fig
+    if kraft is not None:
+        panels, below = fig.subfigures(2, 1, height_ratios=[3.1, 1])  # type: ignore[misc]  # an array of two
+        _draw_kraft(below.subplots(), kraft)
+    axes = panels.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [1.1, 1, 1]})
     fig.suptitle(title, fontsize=13)
     if not timeline.brokers:
         for ax in axes:
@@ -192,3 +200,25 @@ def draw_report(timeline: BrokerTimeline, path: Path, *, title: str) -> None:
         axes[2].set_xlabel(f"{seconds_label}, {len(x) - 1} buckets of {bucket_s:,.1f} s", fontsize=9)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _draw_kraft(ax: Any, kraft: Mapping[int, tuple[int, int]]) -> None:
+    """Per broker: the metadata log bytes a KRaft broker fetched beside the ZooKeeper-mode request bytes."""
+    import numpy as np
+
+    brokers = sorted(kraft)
+    if not brokers:
+        ax.axis("off")
+        return
+    shown = brokers if len(brokers) <= 40 else brokers[:: max(1, len(brokers) // 40)]
+    fetched = np.array([kraft[b][0] for b in shown], dtype=np.float64)
+    requested = np.array([kraft[b][1] for b in shown], dtype=np.float64)
+    scale, unit = _byte_unit(int(max(fetched.max(), requested.max(), 1)))
+    x = np.arange(len(shown))
+    ax.bar(x - 0.2, fetched / scale, width=0.4, color="#55A868", label="KRaft: metadata log fetched")
+    ax.bar(x + 0.2, requested / scale, width=0.4, color="#4C72B0", label="ZooKeeper mode: controller requests")
+    ax.set_xticks(x, [str(b) for b in shown])
+    ax.set_xlabel("broker" + ("" if len(shown) == len(brokers) else f" ({len(shown)} of {len(brokers)})"))
+    ax.set_ylabel(unit)
+    ax.set_title("bytes per broker over the replayed span: KRaft beside ZooKeeper mode", fontsize=10)
+    ax.legend(loc="upper right", fontsize=9)

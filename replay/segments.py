@@ -280,6 +280,7 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
         noops,
         source,
         position,
+        end - start,
     )
 
 

@@ -13,6 +13,8 @@ FIFO or a device never blocks the reader and a directory named *.log is refused;
 the path and its reason in one line; an input with no bytes to replay says that it is empty.
 This module finds and opens the input; the batches are read by the one reading loop of both
 engines (reading.LogReader: its checks, the snapshot trim and the counters).
+The KRaft leader in office at a snapshot (``snapshot_leader``) is the last LeaderChange below its
+end offset in the retained .log segments, found from batch headers without decoding data batches.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ import attrs
 from ctrlbatch.common import CommandError
 
 from .errors import ReadStats, ReplayInputError, stats_for
+from .metadata_classes import LeaderChangeMessage
 from .reading import Kind, LogReader, Position, ReadFrom, trim_batch
 from .reading import text_batches as _text_batches
-from .records import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, LogBatch
-from .segments import read_segment
+from .records import LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER, LogBatch
+from .segments import ATTR_CONTROL, decode_batch, read_segment, scan_batches
 
-__all__ = ["History", "Kind", "Snapshot", "detect_kind", "open_history", "trim_batch"]
+__all__ = ["History", "Kind", "Snapshot", "detect_kind", "open_history", "snapshot_leader", "trim_batch"]
 METADATA_DIR = "__cluster_metadata-0"
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _CHECKPOINT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -312,3 +315,41 @@ def _check_start(history: History) -> None:
             0,
             f"the log starts at offset {base} but the history needs offset {history.start_offset} onwards: {hint}",
         )
+
+
+def snapshot_leader(history: History) -> tuple[int, int] | None:
+    """The KRaft leader in office at the history's snapshot: (leader id, offset) of the last
+    LeaderChange record below the snapshot's end offset in the retained segments of its
+    directory (or of the one .log input), or None without a snapshot or such a record.
+
+    Only control batches are decoded (found from their headers), newest segment first, so a
+    long log costs a header scan of the segments below the snapshot until one holds a LeaderChange."""
+    snap = history.snapshot
+    if snap is None or history.kind != "log" or snap.path == history.source:
+        return None
+    end = snap.end_offset
+    if os.path.isdir(history.source):
+        segments = _segments_of(_metadata_dir(history.source))
+    else:
+        m = _SEGMENT.match(os.path.basename(history.source))
+        segments = [(int(m.group(1)) if m else 0, history.source)]
+    for _base, path in reversed([(b, p) for b, p in segments if b < end]):
+        found: tuple[int, int] | None = None
+        with open(path, "rb") as f:
+            for ptr in scan_batches(path):
+                if ptr.base_offset >= end:
+                    break
+                f.seek(ptr.position + _ATTRIBUTES_AT)
+                if not int.from_bytes(f.read(2), "big") & ATTR_CONTROL:
+                    continue
+                f.seek(ptr.position)
+                batch = decode_batch(f.read(ptr.length), source=path, position=ptr.position)
+                for c in batch.control_records:
+                    if c.type == LEADER_CHANGE and c.offset < end and isinstance(c.data, LeaderChangeMessage):
+                        found = (c.data.leader_id, c.offset)
+        if found is not None:
+            return found
+    return None
+
+
+_ATTRIBUTES_AT = 21  # baseOffset 8, batchLength 4, partitionLeaderEpoch 4, magic 1, crc 4

@@ -8,6 +8,16 @@ Rules:
 - Counting is additive: ``merge`` adds another summary (one per Spark task, say), so both
   engines get the same totals whatever the split. ``to_dict`` is JSON-able with sorted keys
   (broker ids as strings); ``from_dict`` reads it back.
+- metadata.version: the feature levels of the metadata.version FeatureLevelRecords read (a set:
+  merged by union). Levels above 21 are Kafka 4.x's, which has no ZooKeeper mode: their requests
+  use 3.9-IV0's versions, and ``to_dict`` says so.
+- KRaft beside ZooKeeper (KRAFT_DEFINITION, the exact definition): every batch read counts its
+  bytes as stored (offset and length prefix included; snapshot batches too, as a broker starting
+  from the snapshot fetches it). A KRaft broker replicates the whole metadata log, so each broker
+  fetched all of them over the replayed span; the brokers are those that registered in the span or
+  received a request. Beside it, the bytes of the ZooKeeper-mode requests the replay computed for
+  that broker. Text inputs (JSON lines, kafka-dump-log output) have no batch bytes: counted as
+  unsized batches, and the KRaft figure is then a lower bound.
 """
 
 from __future__ import annotations
@@ -18,10 +28,42 @@ from typing import Any
 
 import attrs
 
-from .records import CONTROL_TYPE_NAMES, RECORD_TYPE_NAMES
+from ctrlbatch.batch.versions import leader_and_isr_version, stop_replica_version, update_metadata_version
+from ctrlbatch.context.metadata_version import KAFKA_4X_LEVELS, LAST_ZK_LEVEL
+
+from .records import CONTROL_TYPE_NAMES, FEATURE_LEVEL_RECORD, RECORD_TYPE_NAMES, REGISTER_BROKER_RECORD
 from .rows import API_NAMES
 
-__all__ = ["ReplaySummary"]
+__all__ = ["KRAFT_DEFINITION", "ReplaySummary", "metadata_version_note"]
+
+KRAFT_DEFINITION = (
+    "kraft_fetch_bytes: the bytes of every record batch of the replayed span as stored in the log "
+    "(12-byte offset and length prefix included; the snapshot's batches too when the replay starts "
+    "from one), the same for every broker: a KRaft broker replicates the whole metadata log. "
+    "Fetch request and response framing is not counted. zk_request_bytes: the bytes of the "
+    "ZooKeeper-mode controller requests (LeaderAndIsr, UpdateMetadata, StopReplica frames) the "
+    "replay computed for that broker. Brokers: those registered in the span or sent a request."
+)
+_ZK_LAST = KAFKA_4X_LEVELS[LAST_ZK_LEVEL].request_version
+
+
+def metadata_version_note(levels: Any) -> str | None:
+    """What the summary says of Kafka 4.x levels (above 21), or None when there are none."""
+    newer = sorted(lv for lv in levels if lv > LAST_ZK_LEVEL)
+    if not newer:
+        return None
+    names = ", ".join(f"{lv} ({_level_name(lv)})" for lv in newer)
+    return (
+        f"metadata.version {names}: Kafka 4.x, which removed ZooKeeper mode, so the requests at "
+        f"{'these levels' if len(newer) > 1 else 'this level'} use {_ZK_LAST}'s versions (LeaderAndIsr "
+        f"v{leader_and_isr_version(_ZK_LAST)}, UpdateMetadata v{update_metadata_version(_ZK_LAST)}, "
+        f"StopReplica v{stop_replica_version(_ZK_LAST)})"
+    )
+
+
+def _level_name(level: int) -> str:
+    known = KAFKA_4X_LEVELS.get(level)
+    return "unknown" if known is None else known.version
 
 _FIELDS = ("requests", "partitions", "bytes")
 
@@ -40,6 +82,11 @@ class ReplaySummary:
     deltas_with_requests: int = 0
     deltas_without_requests: int = 0
     records_by_type: Counter[str] = attrs.field(factory=Counter)
+    metadata_levels: set[int] = attrs.field(factory=set)
+    log_bytes: int = 0
+    log_batches: int = 0
+    unsized_batches: int = 0
+    registered_brokers: set[int] = attrs.field(factory=set)
 
     def __repr__(self) -> str:
         total = sum(c["requests"] for c in self.by_api.values())
@@ -72,8 +119,17 @@ class ReplaySummary:
     def count_batch(self, batch: Any) -> None:
         """The records of one LogBatch (data or control)."""
         counts = self.records_by_type
+        self.log_batches += 1
+        if batch.size:
+            self.log_bytes += batch.size
+        else:
+            self.unsized_batches += 1
         for r in batch.records:
             counts[RECORD_TYPE_NAMES.get(r.type, f"type {r.type}")] += 1
+            if r.type == FEATURE_LEVEL_RECORD and r.data.name == "metadata.version":
+                self.metadata_levels.add(r.data.feature_level)
+            elif r.type == REGISTER_BROKER_RECORD:
+                self.registered_brokers.add(r.data.broker_id)
         if batch.noops:
             counts["NO_OP_RECORD"] += batch.noops
         for c in batch.control_records:
@@ -88,6 +144,19 @@ class ReplaySummary:
         self.deltas_with_requests += other.deltas_with_requests
         self.deltas_without_requests += other.deltas_without_requests
         self.records_by_type.update(other.records_by_type)
+        self.metadata_levels |= other.metadata_levels
+        self.log_bytes += other.log_bytes
+        self.log_batches += other.log_batches
+        self.unsized_batches += other.unsized_batches
+        self.registered_brokers |= other.registered_brokers
+
+    def kraft_by_broker(self) -> dict[int, dict[str, int]]:
+        """Per broker: kraft_fetch_bytes and zk_request_bytes (KRAFT_DEFINITION)."""
+        brokers = sorted(self.registered_brokers | set(self.by_broker))
+        return {
+            b: {"kraft_fetch_bytes": self.log_bytes, "zk_request_bytes": int(self.by_broker.get(b, Counter())["bytes"])}
+            for b in brokers
+        }
 
     def to_dict(self) -> dict[str, Any]:
         def block(c: Counter[str]) -> dict[str, int]:
@@ -109,6 +178,17 @@ class ReplaySummary:
             },
             "by_broker": {str(b): block(c) for b, c in sorted(self.by_broker.items())},
             "records_by_type": dict(sorted(self.records_by_type.items())),
+            "metadata_version": {
+                "levels": {str(lv): _level_name(lv) for lv in sorted(self.metadata_levels)},
+                "note": metadata_version_note(self.metadata_levels),
+            },
+            "kraft_vs_zookeeper": {
+                "definition": KRAFT_DEFINITION,
+                "log_bytes": self.log_bytes,
+                "log_batches": self.log_batches,
+                "unsized_batches": self.unsized_batches,
+                "by_broker": {str(b): c for b, c in self.kraft_by_broker().items()},
+            },
         }
 
     @classmethod
@@ -124,4 +204,11 @@ class ReplaySummary:
         s.deltas_with_requests = data["deltas"]["with_requests"]
         s.deltas_without_requests = data["deltas"]["without_requests"]
         s.records_by_type = Counter(data["records_by_type"])
+        mv = data.get("metadata_version", {})
+        s.metadata_levels = {int(lv) for lv in mv.get("levels", {})}
+        kraft = data.get("kraft_vs_zookeeper", {})
+        s.log_bytes = kraft.get("log_bytes", 0)
+        s.log_batches = kraft.get("log_batches", 0)
+        s.unsized_batches = kraft.get("unsized_batches", 0)
+        s.registered_brokers = {int(b) for b in kraft.get("by_broker", {})} - set(s.by_broker)
         return s

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ctrlbatch.context import MetadataVersion as MV
+from ctrlbatch.context.metadata_version import KAFKA_4X_LEVELS, LAST_ZK_LEVEL, MetadataLevel, metadata_level
 
 # Kafka 3.9's declaration order, as member names (MetadataVersion.java).
 KAFKA_3_9_ORDER = """
@@ -193,3 +195,43 @@ def test_invalid_strings_raise_kafkas_message(text: str) -> None:
     with pytest.raises(ValueError) as raised:
         MV.from_version_string(text)
     assert str(raised.value) == f"Version {text} is not a valid version"
+
+
+# ---- Kafka 4.x feature levels (MetadataLevel): a table beside 3.9's enum, for reading 4.x logs
+
+LEVELS_MD = Path(__file__).resolve().parents[3] / "shared" / "reference" / "kafka-metadata-versions-4x.md"
+
+
+def _reference_rows() -> list[tuple[int, str, bool]]:
+    """(level, version, metadata change) of the table in kafka-metadata-versions-4x.md."""
+    rows = []
+    for line in LEVELS_MD.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].isdigit():
+            rows.append((int(cells[0]), cells[1], cells[2] == "yes"))
+    return rows
+
+
+def test_levels_7_to_33_have_their_4x_names_and_metadata_change_flags() -> None:
+    rows = _reference_rows()
+    assert [r[0] for r in rows] == list(range(7, 34))
+    assert [(lv, KAFKA_4X_LEVELS[lv].version, KAFKA_4X_LEVELS[lv].metadata_changed) for lv, _v, _c in rows] == rows
+
+
+def test_levels_up_to_21_keep_their_own_3_9_member_and_later_ones_use_3_9_iv0() -> None:
+    for level in range(1, LAST_ZK_LEVEL + 1):
+        known = metadata_level(level)
+        assert known is not None and known.request_version.feature_level == level and known.zookeeper_era
+        assert known.version == known.request_version.version
+    for level in range(LAST_ZK_LEVEL + 1, 34):
+        known = metadata_level(level)
+        assert known is not None and known.request_version is MV.IBP_3_9_IV0 and not known.zookeeper_era
+    assert metadata_level(0) is None and metadata_level(34) is None and metadata_level(-1) is None
+
+
+def test_the_3_9_enum_keeps_its_own_unstable_levels_22_and_23() -> None:
+    """3.9's table stays exactly 3.9's (request versions must not move); the 4.x table is separate."""
+    assert (MV.IBP_4_0_IV0.feature_level, MV.IBP_4_0_IV1.feature_level) == (22, 23)
+    assert not MV.IBP_4_0_IV0.is_production()
+    assert isinstance(KAFKA_4X_LEVELS[23], MetadataLevel) and KAFKA_4X_LEVELS[23].request_version is not MV.IBP_4_0_IV1
+    assert str(KAFKA_4X_LEVELS[29]) == "4.2-IV1"

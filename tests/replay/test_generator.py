@@ -81,7 +81,7 @@ class _Fold:
             assert d.name == "metadata.version" and d.feature_level > self.level
             self.level = d.feature_level
         elif t == rec.REGISTER_BROKER_RECORD:
-            assert self.level >= 8 and r.version == (3 if self.level >= 17 else 2)
+            assert self.level >= 8 and r.version == (4 if self.level >= 30 else 3 if self.level >= 17 else 2)
             old = self.brokers.get(d.broker_id)
             assert d.broker_epoch == r.offset and d.fenced
             assert old is None or (
@@ -106,7 +106,7 @@ class _Fold:
         elif t == rec.REMOVE_TOPIC_RECORD:
             del self.topics[d.topic_id]
         elif t == rec.PARTITION_RECORD:
-            assert r.version == (1 if self.level >= 17 else 0)
+            assert r.version == (2 if self.level >= 23 else 1 if self.level >= 17 else 0)
             parts = self.topics[d.topic_id][1]
             assert d.partition_id == len(parts), "partitions are created in order"
             if r.version >= 1:
@@ -122,7 +122,8 @@ class _Fold:
             )
             self.check(parts[d.partition_id], live_leader=True)
         elif t == rec.PARTITION_CHANGE_RECORD:
-            assert r.version == (1 if self.level >= 17 else 0)
+            assert r.version == (2 if self.level >= 23 else 1 if self.level >= 17 else 0)
+            assert d.eligible_leader_replicas is None and d.last_known_elr is None  # the model keeps no ELR
             p = self.topics[d.topic_id][1][d.partition_id]
             for name, attr in (
                 ("isr", "isr"),
@@ -138,6 +139,9 @@ class _Fold:
                 p.leader_epoch += 1
             p.partition_epoch += 1
             self.check(p, live_leader=d.leader != -2)
+        elif t == rec.CLEAR_ELR_RECORD:  # Kafka 4.0-IV1 on: one live topic, or empty for all
+            assert self.level >= 23 and r.version == 0
+            assert d.topic_name == "" or d.topic_name in [n for n, _ in self.topics.values()]
         elif t != rec.ZK_MIGRATION_STATE_RECORD:
             raise AssertionError(f"unexpected record {r}")
 
@@ -328,7 +332,7 @@ def test_json_lines_form_gives_the_same_batches(tmp_path: Path) -> None:
     seed=st.integers(0, 2**32),
     rf=st.integers(1, 3),
     noop_ratio=st.sampled_from([0.0, 0.3, 0.9]),
-    mv=st.sampled_from([(8, None), (11, 17), (14, 21), (21, None)]),
+    mv=st.sampled_from([(8, None), (11, 17), (14, 21), (21, None), (21, 29), (23, 33), (30, None)]),
 )
 def test_any_parameters_give_a_valid_log(
     tmp_path_factory: pytest.TempPathFactory,
@@ -363,7 +367,7 @@ _ids = st.lists(st.integers(-1, 2**31 - 1), max_size=5)
 
 @settings(max_examples=200, deadline=None)
 @given(
-    version=st.integers(0, 1),
+    version=st.integers(0, 2),
     pid=st.integers(0, 2**31 - 1),
     isr=st.none() | _ids,
     leader=st.integers(-2, 2**31 - 1),
@@ -412,7 +416,7 @@ def test_the_hand_encoded_partition_change_is_the_codec_s(
 
 @settings(max_examples=200, deadline=None)
 @given(
-    version=st.integers(0, 1),
+    version=st.integers(0, 2),
     replicas=st.lists(st.integers(0, 2**31 - 1), max_size=5),
     isr=_ids,
     removing=_ids,

@@ -169,8 +169,8 @@ TOPIC = (
     [
         ('{"offset":1,"type":"TOPIC_RECORD"', "invalid JSON"),
         (
-            '{"offset":1,"type":"CLEAR_ELR_RECORD","version":0,"data":{}}',
-            "unknown record type 'CLEAR_ELR_RECORD'",
+            '{"offset":1,"type":"CLEAR_ALL_RECORD","version":0,"data":{}}',
+            "unknown record type 'CLEAR_ALL_RECORD'",
         ),
         ('{"offset":1,"type":6,"version":0,"data":{}}', "unknown metadata record type 6"),
         ('{"offset":1,"type":"TOPIC_RECORD","version":1,"data":{}}', "unknown version 1 of TOPIC_RECORD"),

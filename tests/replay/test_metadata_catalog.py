@@ -1,6 +1,7 @@
 """The project's description of the KRaft records (metadata_catalog.py) says what Kafka's JSON
-specs say, field by field; the type-id constants and names agree with it; the generated classes
-encode and decode every record and pickle by reference."""
+specs say, field by field: exactly the 4.x JSON (metadata-4x, its generator's input), and the 3.9
+JSON up to "about" texts, with 3.9's versions a subset; the type-id constants and names agree with
+it; the generated classes encode and decode every record and pickle by reference."""
 
 from __future__ import annotations
 
@@ -8,49 +9,88 @@ import os
 import pickle
 from pathlib import Path
 
+import attrs
 import pytest
 
 from ctrlbatch.replay import metadata_catalog, record_classes, records
-from ctrlbatch.replay.metadata_specgen import CONTROL_SCHEMAS, render
+from ctrlbatch.replay.metadata_specgen import CONTROL_SCHEMAS, VERSIONS_PAST_THE_JSON, render
 from ctrlbatch.requests.json_spec import load_json_spec
-from ctrlbatch.requests.spec import FieldSpec, snake_case
+from ctrlbatch.requests.spec import FieldSpec, MessageSpec, snake_case
+from ctrlbatch.requests.versions import Versions
 
 SHARED = Path(os.environ.get("CTRLBATCH_SHARED", Path(__file__).resolve().parents[3] / "shared"))
-SPECS = SHARED / "kafka" / "metadata"
+SPECS_39 = SHARED / "kafka" / "metadata"
+SPECS = SHARED / "kafka" / "metadata-4x"
 CATALOG = {s.name: s for s in (*metadata_catalog.RECORDS, *(s for _n, s in metadata_catalog.CONTROL_RECORDS.values()))}
 
 
-def _diff(a: tuple[FieldSpec, ...], b: tuple[FieldSpec, ...], path: str) -> list[str]:
+FIELD_KEYS = ("type", "versions", "nullable_versions", "tagged_versions", "tag", "default", "ignorable", "about")
+
+
+def _diff(a: tuple[FieldSpec, ...], b: tuple[FieldSpec, ...], path: str, keys: tuple[str, ...] = FIELD_KEYS) -> list[str]:
     if [f.name for f in a] != [f.name for f in b]:
         return [f"{path}: fields {[f.name for f in a]} != {[f.name for f in b]}"]
     out = []
     for x, y in zip(a, b, strict=True):
-        for k in ("type", "versions", "nullable_versions", "tagged_versions", "tag", "default", "ignorable", "about"):
+        for k in keys:
             if getattr(x, k) != getattr(y, k):
                 out.append(f"{path}.{x.name}: {k} {getattr(x, k)!r} != {getattr(y, k)!r}")
         if (x.struct is None) != (y.struct is None):
             out.append(f"{path}.{x.name}: struct presence differs")
         elif x.struct is not None and y.struct is not None:
-            out += _diff(x.struct.fields, y.struct.fields, f"{path}.{x.name}")
+            out += _diff(x.struct.fields, y.struct.fields, f"{path}.{x.name}", keys)
     return out
 
 
-def _json_files() -> list[Path]:
-    return sorted(SPECS.glob("*.json")) + sorted((SPECS / "control").glob("*.json"))
+def _json_files(specs: Path = SPECS) -> list[Path]:
+    return sorted(specs.glob("*.json")) + sorted((specs / "control").glob("*.json"))
+
+
+def _as_in_json(ours: MessageSpec) -> MessageSpec:
+    """Our spec with the validVersions its JSON says (undoing VERSIONS_PAST_THE_JSON)."""
+    entry = VERSIONS_PAST_THE_JSON.get(ours.name)
+    if entry is None:
+        return ours
+    assert ours.valid_versions == Versions.parse(entry[0])
+    return attrs.evolve(ours, valid_versions=Versions.parse(entry[1]))
 
 
 @pytest.mark.parametrize("path", _json_files(), ids=lambda p: p.stem)
-def test_catalog_matches_kafka_json(path: Path) -> None:
+def test_catalog_matches_kafka_4x_json(path: Path) -> None:
     theirs = load_json_spec(path)
-    ours = CATALOG[theirs.name]
+    ours = _as_in_json(CATALOG[theirs.name])
     head = ("name", "type", "api_key", "valid_versions", "flexible_versions")
     assert [getattr(ours, k) for k in head] == [getattr(theirs, k) for k in head]
     assert _diff(ours.fields, theirs.fields, theirs.name) == []
     assert ours == theirs
 
 
+@pytest.mark.parametrize("path", _json_files(SPECS_39), ids=lambda p: p.stem)
+def test_catalog_reads_every_kafka_39_schema(path: Path) -> None:
+    """Every 3.9 schema is described with its fields, types, tags and defaults; its versions are
+    among ours (only "about" texts differ between 3.9 and 4.x)."""
+    theirs = load_json_spec(path)
+    ours = CATALOG[theirs.name]
+    assert (ours.type, ours.api_key, ours.flexible_versions) == (theirs.type, theirs.api_key, theirs.flexible_versions)
+    assert ours.valid_versions.lowest == theirs.valid_versions.lowest
+    assert ours.valid_versions.highest >= theirs.valid_versions.highest
+    assert _diff(ours.fields, theirs.fields, theirs.name, FIELD_KEYS[:-1]) == []
+
+
 def test_every_json_schema_is_described_and_nothing_else() -> None:
-    assert sorted(load_json_spec(p).name for p in _json_files()) == sorted(CATALOG)
+    names_4x = {load_json_spec(p).name for p in _json_files()}
+    assert sorted(names_4x) == sorted(CATALOG)
+    names_39 = {load_json_spec(p).name for p in _json_files(SPECS_39)}
+    assert names_4x - names_39 == {"ClearElrRecord", "UnregisterControllerRecord"}
+
+
+def test_versions_past_the_json_add_one_version_each() -> None:
+    """RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 (4.3-IV0): one version past the JSON."""
+    for name, (ours, json_says, _why) in VERSIONS_PAST_THE_JSON.items():
+        theirs = next(load_json_spec(p) for p in _json_files() if load_json_spec(p).name == name)
+        assert theirs.valid_versions == Versions.parse(json_says)
+        assert CATALOG[name].valid_versions == Versions.parse(ours)
+        assert Versions.parse(ours).highest == theirs.valid_versions.highest + 1
 
 
 def test_catalog_is_what_the_generator_writes_today() -> None:
@@ -65,7 +105,7 @@ def test_catalog_is_what_the_generator_writes_today() -> None:
         input=src, capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2],
     ).stdout
     assert formatted == catalog.read_text(encoding="utf-8"), (
-        "regenerate: python -m ctrlbatch.replay.metadata_specgen ../shared/kafka/metadata > "
+        "regenerate: python -m ctrlbatch.replay.metadata_specgen ../shared/kafka/metadata-4x > "
         "replay/metadata_catalog.py && ruff format replay/metadata_catalog.py"
     )
 
@@ -85,8 +125,11 @@ def test_type_constants_are_the_specs_api_keys() -> None:
 def test_unknown_names_and_ids_name_the_parameter() -> None:
     with pytest.raises(ValueError, match="type_id: unknown metadata record type 6"):
         records.record_type_name(6)
-    with pytest.raises(ValueError, match="name: unknown metadata record type 'CLEAR_ELR_RECORD'"):
-        records.record_type_id("CLEAR_ELR_RECORD")
+    with pytest.raises(ValueError, match="type_id: unknown metadata record type 30"):
+        records.record_type_name(30)
+    with pytest.raises(ValueError, match="name: unknown metadata record type 'CLEAR_ALL_RECORD'"):
+        records.record_type_id("CLEAR_ALL_RECORD")
+    assert records.record_type_id("CLEAR_ELR_RECORD") == 28  # a Kafka 4.x record (level 23 on)
 
 
 @pytest.mark.parametrize("spec", metadata_catalog.RECORDS, ids=lambda s: s.name)

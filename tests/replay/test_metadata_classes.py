@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import attrs
 import pytest
@@ -20,8 +21,8 @@ def test_the_generated_module_is_current() -> None:
     assert text == metadata_classgen.render(), f"stale: regenerate with .venv/bin/{metadata_classgen.COMMAND}"
 
 
-def test_check_says_stale_and_regenerating_writes_the_rendering(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = f"{tmp_path}/metadata_classes.py"
+def test_check_says_stale_and_regenerating_writes_the_rendering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = str(tmp_path / "metadata_classes.py")
     with open(target, "w", encoding="utf-8") as fh:
         fh.write("# an old rendering\n")
     monkeypatch.setattr(metadata_classgen, "TARGET", target)

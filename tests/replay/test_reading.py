@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.errors import ReplayInputError
+from ctrlbatch.replay.errors import ReadStats, ReplayInputError
 from ctrlbatch.replay.generator import generate_log
 from ctrlbatch.replay.reading import EpochCheck, ReadFrom
 from ctrlbatch.replay.record_classes import control_class, encode_control, encode_value, record_class
@@ -178,3 +178,30 @@ def test_accepted_epochs_never_go_down_and_rise_only_at_a_leader_change(steps: l
         if rise > 4:
             epoch += 1
         assert check.problem(_batch(epoch, rise > 4, n)) is None
+
+
+DUMP_EXCERPT = Path(__file__).resolve().parent / "data" / "dump-excerpt.txt"  # lines 12-13: batch 9; 17-18: the last
+
+
+@pytest.mark.parametrize(("old", "new", "position", "span"), [
+    ("crc: 2 isvalid: true", "crc: 2 isvalid: false", 12, (12, 2)),  # an invalid batch: its line and its record's
+    ("lastOffset: 9 count: 1", "lastOffset: 9 count: 2", 14, (12, 2)),  # found short at the next batch line
+    ('"featureLevel":19}}', '"featureLevel":19', 7, (5, 5)),  # a bad record drops its whole batch
+    ('"NO_OP_RECORD","version":0', '"NO_OP_RECORD","version":"x"', 18, (17, 2)),  # the last batch: up to the end
+])
+def test_a_dropped_dump_batch_reports_the_lines_it_drops(
+    tmp_path: Path, old: str, new: str, position: int, span: tuple[int, int]
+) -> None:
+    from ctrlbatch.replay.dumplog import read_dump
+
+    text = DUMP_EXCERPT.read_text()
+    assert text.count(old) == 1 and len(text.splitlines()) == 18
+    path = tmp_path / "d.txt"
+    path.write_text(text.replace(old, new))
+    stats = ReadStats()
+    list(read_dump(path, skip_corrupt=True, stats=stats))
+    [entry] = stats.corrupt
+    assert (entry.position, entry.unit, entry.span) == (position, "line", span)
+    first, count = span
+    at = "" if first == position else f" from line {first}"
+    assert str(entry).endswith(f"(skipped {count} lines{at})") and stats.skipped_bytes == 0

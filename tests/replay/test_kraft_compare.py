@@ -1,0 +1,111 @@
+"""KRaft beside ZooKeeper mode on the same history: the metadata log bytes every KRaft broker fetched
+(summary.KRAFT_DEFINITION) beside the ZooKeeper-mode request bytes, additive like the rest of the
+summary, in summary.json, the printed summary and report.png."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctrlbatch.cli import main
+from ctrlbatch.replay.generator import generate_log
+from ctrlbatch.replay.local_engine import replay_local
+from ctrlbatch.replay.propagator import ReplayOptions
+from ctrlbatch.replay.segments import scan_batches
+from ctrlbatch.replay.sources import open_history
+from ctrlbatch.replay.summary import KRAFT_DEFINITION, ReplaySummary
+
+
+def test_the_sample_log_bytes_are_its_segment_bytes(sample_dir: Path) -> None:
+    history = open_history(sample_dir)
+    result = replay_local(history, ReplayOptions())
+    result.drain()
+    data = result.summary.to_dict()
+    kraft = data["kraft_vs_zookeeper"]
+    segment_bytes = sum(p.stat().st_size for p in (sample_dir / "__cluster_metadata-0").glob("*.log"))
+    assert kraft["log_bytes"] == segment_bytes and kraft["unsized_batches"] == 0
+    assert kraft["log_batches"] == history.stats.batches
+    assert kraft["definition"] == KRAFT_DEFINITION
+    by_broker = kraft["by_broker"]
+    assert by_broker and set(data["by_broker"]) <= set(by_broker)
+    for b, c in by_broker.items():
+        assert c["kraft_fetch_bytes"] == segment_bytes
+        assert c["zk_request_bytes"] == data["by_broker"].get(b, {"bytes": 0})["bytes"]
+
+
+def test_from_a_snapshot_the_span_is_the_snapshot_and_the_batches_from_its_end(tmp_path: Path) -> None:
+    result = generate_log(tmp_path, brokers=4, topics=4, partitions=40, records=6_000, seed=3, snapshots=1)
+    snap = Path(result.snapshots[0])
+    end = int(snap.name[:20])
+    expected = snap.stat().st_size + sum(
+        p.length for seg in result.segments for p in scan_batches(seg) if p.last_offset >= end
+    )
+    replayed = replay_local(open_history(tmp_path, from_snapshot="newest"), ReplayOptions())
+    replayed.drain()
+    kraft = replayed.summary.to_dict()["kraft_vs_zookeeper"]
+    assert kraft["log_bytes"] == expected
+    assert sorted(kraft["by_broker"]) == ["1", "2", "3", "4"]
+
+
+def test_text_inputs_count_their_batches_as_unsized(tmp_path: Path) -> None:
+    generate_log(tmp_path / "d", brokers=3, topics=2, partitions=10, records=800, seed=1, jsonl=tmp_path / "h.jsonl")
+    result = replay_local(open_history(tmp_path / "h.jsonl"), ReplayOptions())
+    result.drain()
+    kraft = result.summary.to_dict()["kraft_vs_zookeeper"]
+    assert kraft["log_bytes"] == 0 and kraft["unsized_batches"] == kraft["log_batches"] > 0
+
+
+@given(st.integers(0, 10_000))
+@settings(max_examples=25, deadline=None)
+def test_the_comparison_adds_up_over_any_split(cut: int) -> None:
+    batches = list(open_history(Path(__file__).resolve().parents[3] / "shared/samples/kraft-single-node").batches())
+    cut %= len(batches) + 1
+    whole, left, right = ReplaySummary(), ReplaySummary(), ReplaySummary()
+    for b in batches:
+        whole.count_batch(b)
+    for b in batches[:cut]:
+        left.count_batch(b)
+    for b in batches[cut:]:
+        right.count_batch(b)
+    left.merge(right)
+    assert left.to_dict() == whole.to_dict()
+    assert ReplaySummary.from_dict(json.loads(json.dumps(whole.to_dict()))).to_dict() == whole.to_dict()
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", head[16:24])
+    return width, height
+
+
+def test_printed_summary_summary_json_and_report_png(sample_dir: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["replay", str(sample_dir), "--engine", "local", "--quiet", "--out", str(tmp_path / "o")])
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    saved = json.loads((tmp_path / "o" / "summary.json").read_text())["summary"]["kraft_vs_zookeeper"]
+    log = saved["log_bytes"]
+    assert f"KRaft beside ZooKeeper mode: metadata log {log:,} bytes in {saved['log_batches']:,} batches" in printed
+    for b, c in saved["by_broker"].items():
+        z = c["zk_request_bytes"]
+        ratio = f"{z / log:.2f}"
+        assert f"{b:<30}{log:>16,}{z:>16,}{ratio:>12}" in printed
+    assert _png_size(tmp_path / "o" / "report.png") == (1300, 1200)  # the fourth panel: 12 inches high
+
+
+def test_report_without_the_comparison_keeps_its_three_panels(tmp_path: Path) -> None:
+    import numpy as np
+
+    from ctrlbatch.replay.report import BrokerTimeline, draw_report
+
+    timeline = BrokerTimeline((1,), np.array([0, 1000, 2000]), np.array([[1, 2]]), np.array([[10, 20]]))
+    draw_report(timeline, tmp_path / "a.png", title="t")
+    draw_report(timeline, tmp_path / "b.png", title="t", kraft={1: (100, 30), 2: (100, 0)})
+    assert _png_size(tmp_path / "a.png") == (1300, 900)
+    assert _png_size(tmp_path / "b.png") == (1300, 1200)
