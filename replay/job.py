@@ -217,6 +217,11 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
     except CommandError:
         raise
     except Exception as e:
+        interrupt = _interrupt_behind(e)
+        if interrupt is not None:  # a clean-up call on the broken gateway failed while unwinding
+            if out is not None:
+                _stop_executors(spark)
+            raise interrupt from None
         line = spark_error_line(e)
         if line is None:
             raise
@@ -227,6 +232,19 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
         raise
     phases.update(result.seconds)
     return result.summary, result.stats, result.rows
+
+
+def _interrupt_behind(e: BaseException) -> BaseException | None:
+    """The SIGINT/SIGTERM exception an error was raised while handling (a Py4J call made by a
+    ``finally`` on the way out fails on the interrupted gateway), or None."""
+    seen: BaseException | None = e.__context__
+    for _ in range(20):  # a chain is short; the bound only guards against a cycle
+        if seen is None:
+            return None
+        if not isinstance(seen, Exception):
+            return seen
+        seen = seen.__context__
+    return None
 
 
 def _stop_executors(spark: Any) -> None:

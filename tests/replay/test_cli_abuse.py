@@ -239,3 +239,19 @@ def test_an_os_error_is_one_line_with_its_path() -> None:
     assert os_error_line(pyarrow_like) == (
         "Failed to open local file '/out/part-0.parquet'. Detail: [errno 28] No space left on device"
     )
+
+
+def test_an_error_raised_while_unwinding_a_signal_gives_the_signal_back() -> None:
+    from ctrlbatch.replay.cli import Terminated
+    from ctrlbatch.replay.job import _interrupt_behind
+
+    def unwinding() -> None:
+        try:
+            raise Terminated
+        finally:
+            raise KeyError("c")  # what Py4J raised from a finally on the interrupted gateway
+
+    with pytest.raises(KeyError) as e:
+        unwinding()
+    assert isinstance(_interrupt_behind(e.value), Terminated)
+    assert _interrupt_behind(KeyError("c")) is None
