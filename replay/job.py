@@ -122,8 +122,8 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
 
     history = open_history(job.path, from_snapshot=job.from_snapshot, skip_corrupt=job.skip_corrupt)
     run_job, controller = _controller_at_start(job, history)
-    out = OutputDir(out_dir) if out_dir is not None else None
     start = time.monotonic()
+    out = OutputDir(out_dir) if out_dir is not None else None  # no call between this and the try: a signal lands inside
     try:
         phases: dict[str, float] = {}
         if job.engine == "local":

@@ -73,15 +73,21 @@ class OutputDir:
         if not parent.is_dir():
             kind = "is not a directory" if parent.exists() else "does not exist"
             raise CommandError(f"{self.path}: cannot write the output here: {parent} {kind}")
+        self.committed = False
+        tmp: Path | None = None
         try:
             with _signals_deferred():
-                self.tmp = Path(tempfile.mkdtemp(prefix=f"{self.path.name}.tmp-", dir=parent))
+                tmp = Path(tempfile.mkdtemp(prefix=f"{self.path.name}.tmp-", dir=parent))
                 umask = os.umask(0)
                 os.umask(umask)
-                self.tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise become DIR's mode
-        except OSError as e:
-            raise _os_refusal(parent, "cannot write the output here", e) from None
-        self.committed = False
+                tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise become DIR's mode
+        except BaseException as e:  # a signal deferred above arrives here: nobody else knows tmp yet
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(e, OSError):
+                raise _os_refusal(parent, "cannot write the output here", e) from None
+            raise
+        self.tmp = tmp
 
     def __repr__(self) -> str:
         return f"OutputDir({str(self.path)!r}, {'committed' if self.committed else 'pending'})"
