@@ -45,6 +45,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "small_batch_bench": (),
     "channel_bench": (),
     "sim_bench": (),
+    "server_attack_bench": (),
     "rows_bench": (),
     "replay_bench": (),
 }

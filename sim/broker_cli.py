@@ -9,7 +9,6 @@ The first line of standard output is ``listening on HOST:PORT``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 
 from ctrlbatch.common import CommandError
@@ -17,7 +16,17 @@ from ctrlbatch.common import CommandError
 from .broker_server import Received, SimulatedBroker
 from .lifecycle import BrokerLifecycle
 from .loopback import check_loopback
-from .serve import check_address, configure_logging, start_and_announce, until_signalled
+from .serve import (
+    add_connection_options,
+    check_address,
+    configure_logging,
+    connection_limits,
+    raise_fd_limit,
+    run_serving,
+    start_and_announce,
+    until_signalled,
+)
+from .server import ServerLimits
 
 _log = logging.getLogger("ctrlbatch.sim.broker")
 _API_NAMES = {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}
@@ -28,8 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epoch", type=int, required=True, help="the broker's ZooKeeper broker epoch")
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
     parser.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
-    parser.add_argument("--max-request-bytes", type=int, default=104857600,
-                        help="socket.request.max.bytes: larger frames close the connection")
+    add_connection_options(parser)
     parser.add_argument("--controller", metavar="HOST:PORT", help="register with this controller endpoint")
     parser.add_argument("--cluster-id", default="sim-cluster", help="cluster id sent in BrokerRegistration")
     parser.add_argument("--quiet", action="store_true", help="do not log each request on standard error")
@@ -48,12 +56,12 @@ def _controller_address(text: str) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     if args.id < 0:
         raise CommandError(f"--id must be >= 0, got {args.id}")
-    if args.max_request_bytes < 0:
-        raise CommandError(f"--max-request-bytes must be >= 0, got {args.max_request_bytes}")
+    limits = connection_limits(args)
     check_address(args.host, args.port)
     controller = _controller_address(args.controller) if args.controller else None
     configure_logging(not args.quiet)
-    return asyncio.run(_serve(args, controller))
+    raise_fd_limit()
+    return run_serving(_serve(args, controller, limits))
 
 
 def _log_request(broker: SimulatedBroker, rec: Received) -> None:
@@ -61,8 +69,8 @@ def _log_request(broker: SimulatedBroker, rec: Received) -> None:
               _API_NAMES.get(rec.api_key, rec.api_key), rec.version, rec.correlation_id, rec.connection)
 
 
-async def _serve(args: argparse.Namespace, controller: tuple[str, int] | None) -> int:
-    broker = SimulatedBroker(args.id, args.epoch, host=args.host, port=args.port, max_request_bytes=args.max_request_bytes,
+async def _serve(args: argparse.Namespace, controller: tuple[str, int] | None, limits: ServerLimits) -> int:
+    broker = SimulatedBroker(args.id, args.epoch, host=args.host, port=args.port, limits=limits,
                              migration_enabled=controller is not None, record=False, on_request=_log_request)
     await start_and_announce(broker, args.host, args.port)
     lifecycle = None

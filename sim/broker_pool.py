@@ -43,7 +43,11 @@ async def _serve(conn: Connection, n: int, controller: tuple[str, int], cluster_
     def on_command() -> None:
         command = conn.recv()
         if command == "digests":
-            conn.send(("digests", {b.broker_id: view_digest(b.state.cache.view()) for b in brokers}))
+            digests = {}
+            for b in brokers:
+                with b.state_lock:  # a big request may be being applied on a handler thread
+                    digests[b.broker_id] = view_digest(b.state.cache.view())
+            conn.send(("digests", digests))
         elif command == "stop" and not done.done():
             done.set_result(None)
 

@@ -11,6 +11,10 @@ Rules:
   stops listening for s seconds; ``kill()`` drops the listener and every connection and loses
   the in-memory state; ``restart()`` listens again on the same port with a fresh state.
 - ``decoder``: a SharedDecoder shared with other simulated brokers of this process (optional).
+- State changes go through ``state_lock`` (Kafka's replicaStateChangeLock, handler_threads.py): a
+  request that came in a big frame is applied on a handler thread, the others on the loop when the
+  lock is free. The request-only part of an UpdateMetadata (its live brokers) is prepared before
+  the lock is taken. Readers of ``state`` off the loop's fast path hold the lock too.
 - ``received`` records every request read (when ``record``), in order, with its connection and
   correlation id and whether it was answered: what the invariant tests compare.
 """
@@ -26,9 +30,10 @@ import attrs
 from ctrlbatch.requests import DecodedRequest
 from ctrlbatch.requests.model import Message
 
-from .broker_state import CONTROL_APIS, BrokerState, error_response
+from .broker_state import CONTROL_APIS, BrokerState, Prepared, error_response
 from .errors import Errors
-from .server import Connection, FrameServer, Served
+from .handler_threads import StateChangeLock
+from .server import Connection, FrameServer, Served, ServerLimits
 from .shared_decode import SharedDecoder
 
 __all__ = ["BrokerFaults", "Received", "SimulatedBroker"]
@@ -61,6 +66,17 @@ class Received:
     error_code: int | None = None
 
 
+def _preparer(state: BrokerState, decoded: DecodedRequest) -> Callable[[], Prepared]:
+    def prepare() -> Prepared:
+        h = decoded.header
+        try:
+            return state.prepare(h.request_api_key, h.request_api_version, decoded.body)
+        except Exception:  # handle() meets the same error and answers it
+            return None
+
+    return prepare
+
+
 class SimulatedBroker(Served):
     """A ZooKeeper-mode broker's control-plane side on a loopback port."""
 
@@ -71,7 +87,8 @@ class SimulatedBroker(Served):
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        max_request_bytes: int = 104857600,
+        max_request_bytes: int | None = None,
+        limits: ServerLimits | None = None,
         migration_enabled: bool = False,
         faults: BrokerFaults | None = None,
         record: bool = True,
@@ -84,8 +101,9 @@ class SimulatedBroker(Served):
         self.on_request = on_request
         self.received: list[Received] = []
         self.ordinal = 0
+        self.state_lock = StateChangeLock()
         self.server = FrameServer(f"broker {broker_id}", CONTROL_APIS, self._handle, host=host, port=port,
-                                  max_request_bytes=max_request_bytes,
+                                  max_request_bytes=max_request_bytes, limits=limits,
                                   **({} if decoder is None else {"decode": decoder.decode}))
         self._refuse_task: asyncio.Task[None] | None = None
 
@@ -148,11 +166,9 @@ class SimulatedBroker(Served):
         if code is not None:
             response = error_response(h.request_api_key, h.request_api_version, decoded.body, code)
         else:
-            try:
-                response = self.state.handle(h.request_api_key, h.request_api_version, decoded.body)
-            except Exception:  # KafkaApis.handle: any handler exception is an error response (-1)
-                _log.exception("%s: error handling request #%d", self, self.ordinal)
-                response = error_response(h.request_api_key, h.request_api_version, decoded.body, Errors.UNKNOWN_SERVER_ERROR)
+            state = self.state
+            response = await self.state_lock.run(_preparer(state, decoded), self._apply(state, decoded, self.ordinal),
+                                                 offload=conn.offload)
         if faults.delay > 0:
             await asyncio.sleep(faults.delay)
         if conn.transport is None:
@@ -162,3 +178,17 @@ class SimulatedBroker(Served):
         if self.ordinal in faults.hang_up_at:
             conn.hang_up_after_reply = True
         return response
+
+    def _apply(self, state: BrokerState, decoded: DecodedRequest, ordinal: int) -> Callable[[Prepared], Message]:
+        """The state change of one request, to run under the state lock (on any thread)."""
+        h = decoded.header
+        key, version, body = h.request_api_key, h.request_api_version, decoded.body
+
+        def apply(prepared: Prepared) -> Message:
+            try:
+                return state.handle(key, version, body, prepared)
+            except Exception:  # KafkaApis.handle: any handler exception is an error response (-1)
+                _log.exception("%s: error handling request #%d", self, ordinal)
+                return error_response(key, version, body, Errors.UNKNOWN_SERVER_ERROR)
+
+        return apply

@@ -39,9 +39,12 @@ from ctrlbatch.requests import (
 from ctrlbatch.requests.model import Message
 
 from .errors import Errors
-from .metadata_cache import MetadataCache
+from .metadata_cache import CachedBroker, MetadataCache, alive_brokers
 
-__all__ = ["BrokerState", "HostedPartition", "StopReplicaItem", "error_response", "stop_replica_items"]
+__all__ = ["BrokerState", "HostedPartition", "Prepared", "StopReplicaItem", "error_response", "stop_replica_items"]
+
+Prepared = dict[int, CachedBroker] | None
+"""What ``BrokerState.prepare`` computes from a request alone: an UpdateMetadata's live brokers."""
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 CONTROL_APIS = frozenset({LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA})
@@ -111,12 +114,21 @@ def stop_replica_items(req: StopReplicaRequest, version: int) -> list[StopReplic
             for t in req.topic_states for s in t.partition_states]
 
 
+def _lair_partition_names(req: LeaderAndIsrRequest, version: int) -> list[tuple[str, int]]:
+    """(topic, partition) of every partition state, duplicates included: LAIReq.partitionStates(),
+    whose v2+ states carry their topic state's name (LAIReq:136-145)."""
+    if version < 2:
+        return [(s.topic_name, s.partition_index) for s in req.ungrouped_partition_states]
+    return [(t.topic_name, s.partition_index) for t in req.topic_states for s in t.partition_states]
+
+
 def lair_error_response(req: LeaderAndIsrRequest, version: int, code: int) -> LeaderAndIsrResponse:
-    """getErrorResponse (LAIReq:147-178): the code at top level and on every partition."""
+    """getErrorResponse (LAIReq:147-178): the code at top level and on every partition state of the
+    request, one entry each (a partition sent twice is listed twice)."""
     if version < 5:
-        states = _lair_states(req, version)[0]
         return LeaderAndIsrResponse(error_code=code, partition_errors=[
-            LeaderAndIsrPartitionError(topic_name=tp.topic, partition_index=tp.partition, error_code=code) for tp in states
+            LeaderAndIsrPartitionError(topic_name=topic, partition_index=p, error_code=code)
+            for topic, p in _lair_partition_names(req, version)
         ])
     return LeaderAndIsrResponse(error_code=code, topics=[
         LeaderAndIsrTopicError(topic_id=t.topic_id, partition_errors=[
@@ -188,14 +200,24 @@ class BrokerState:
 
     # ------------------------------------------------------------------ dispatch
 
-    def handle(self, api_key: int, version: int, request: Message) -> Message:
-        """Apply one decoded control request; returns its response (same api key and version)."""
+    @staticmethod
+    def prepare(api_key: int, version: int, request: Message) -> Prepared:
+        """The part of handling that depends on the request alone (an UpdateMetadata's live brokers,
+        which replace the cached ones): it runs without the state lock, so that a big request holds
+        the lock only while it changes the state."""
+        if api_key == UPDATE_METADATA and isinstance(request, UpdateMetadataRequest):
+            return alive_brokers(request, version)
+        return None
+
+    def handle(self, api_key: int, version: int, request: Message, prepared: Prepared = None) -> Message:
+        """Apply one decoded control request; returns its response (same api key and version).
+        ``prepared``: what ``prepare`` gave for this request, if it was called."""
         if api_key == LEADER_AND_ISR and isinstance(request, LeaderAndIsrRequest):
             return self.leader_and_isr(request, version)
         if api_key == STOP_REPLICA and isinstance(request, StopReplicaRequest):
             return self.stop_replica(request, version)
         if api_key == UPDATE_METADATA and isinstance(request, UpdateMetadataRequest):
-            return self.update_metadata(request, version)
+            return self.update_metadata(request, version, prepared)
         raise ValueError(f"api key {api_key} with {type(request).__name__} is not a control request of this broker")
 
     def _check_epochs(self, req: LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest) -> None:
@@ -285,9 +307,14 @@ class BrokerState:
 
     @staticmethod
     def _create_log(p: HostedPartition, request_id: uuid.UUID) -> None:
+        """Partition.createLogIfNotExists (3.9.0 Partition.scala): a new log takes the request's topic
+        id; an existing log without one is given it (lines 462-463). A zero id is no id (RM:1909-1916)."""
+        request_topic_id = None if request_id == ZERO_UUID else request_id
         if not p.log_exists:
             p.log_exists = True
-            p.log_topic_id = None if request_id == ZERO_UUID else request_id
+            p.log_topic_id = request_topic_id
+        elif p.log_topic_id is None:
+            p.log_topic_id = request_topic_id
 
     def _make_leader(self, p: HostedPartition, s: LeaderAndIsrPartitionState, request_id: uuid.UUID) -> None:
         """Partition.makeLeader (Partition:714-822): ignored when the partition epoch is older."""
@@ -364,12 +391,13 @@ class BrokerState:
 
     # ------------------------------------------------------------------ UpdateMetadata
 
-    def update_metadata(self, req: UpdateMetadataRequest, version: int) -> UpdateMetadataResponse:
+    def update_metadata(self, req: UpdateMetadataRequest, version: int, brokers: Prepared = None) -> UpdateMetadataResponse:
         try:
             self._check_epochs(req)  # 11 is ControllerMovedException here (RM:1878)
         except _Stale as e:
             return UpdateMetadataResponse(error_code=e.code)
-        self.deleted_partitions.extend(self.cache.update(req, version, migration_enabled=self.migration_enabled))
+        self.deleted_partitions.extend(
+            self.cache.update(req, version, migration_enabled=self.migration_enabled, brokers=brokers))
         self.controller_epoch = req.controller_epoch
         return UpdateMetadataResponse(error_code=Errors.NONE)
 

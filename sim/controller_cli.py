@@ -8,7 +8,6 @@ brokers are removed. The first line of standard output is ``listening on HOST:PO
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 
 from ctrlbatch.common import CommandError
@@ -19,7 +18,16 @@ from .controller_logic import SimController
 from .controller_server import ControllerEndpoint
 from .controller_state import BrokerEvent, ControllerConfig
 from .membership import apply_event
-from .serve import check_address, configure_logging, start_and_announce, until_signalled
+from .serve import (
+    add_connection_options,
+    check_address,
+    configure_logging,
+    connection_limits,
+    raise_fd_limit,
+    run_serving,
+    start_and_announce,
+    until_signalled,
+)
 
 _log = logging.getLogger("ctrlbatch.sim.controller")
 
@@ -34,6 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="zookeeper.metadata.migration.enable: accept migrating ZooKeeper brokers")
     parser.add_argument("--controller-id", type=int, default=3000, help="the controller id in control requests")
     parser.add_argument("--quiet", action="store_true", help="log only warnings on standard error")
+    add_connection_options(parser)
 
 
 def _config(args: argparse.Namespace) -> ControllerConfig:
@@ -55,9 +64,11 @@ def run(args: argparse.Namespace) -> int:
     config = _config(args)
     if args.controller_id < 0:
         raise CommandError(f"--controller-id must be >= 0, got {args.controller_id}")
+    connection_limits(args)
     check_address(args.host, args.port)
     configure_logging(not args.quiet)
-    return asyncio.run(_serve(args, config))
+    raise_fd_limit()
+    return run_serving(_serve(args, config))
 
 
 async def _serve(args: argparse.Namespace, config: ControllerConfig) -> int:
@@ -70,6 +81,7 @@ async def _serve(args: argparse.Namespace, config: ControllerConfig) -> int:
             apply_event(controller, endpoint.state.registrations[e.broker_id], e)
 
     endpoint = ControllerEndpoint(config, host=args.host, port=args.port, on_events=on_events)
+    endpoint.server.configure(connection_limits(args))
     channel.startup()
     try:
         await start_and_announce(endpoint, args.host, args.port)

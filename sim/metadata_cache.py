@@ -25,7 +25,7 @@ import attrs
 from ctrlbatch.context import SecurityProtocol, TopicPartition
 from ctrlbatch.requests import ZERO_UUID, UpdateMetadataPartitionState, UpdateMetadataRequest
 
-__all__ = ["CachedBroker", "CacheView", "MetadataCache", "PartitionView", "partition_view", "view_digest"]
+__all__ = ["CachedBroker", "CacheView", "MetadataCache", "PartitionView", "alive_brokers", "partition_view", "view_digest"]
 
 _log = logging.getLogger("ctrlbatch.sim.broker")
 LEADER_DURING_DELETE = -2
@@ -86,7 +86,8 @@ def view_digest(view: CacheView) -> str:
     return h.hexdigest()
 
 
-def _brokers(request: UpdateMetadataRequest, version: int) -> dict[int, CachedBroker]:
+def alive_brokers(request: UpdateMetadataRequest, version: int) -> dict[int, CachedBroker]:
+    """The request's LiveBrokers as cached: they replace the cache's (a function of the request alone)."""
     out: dict[int, CachedBroker] = {}
     for b in request.live_brokers:
         if version == 0:
@@ -126,8 +127,12 @@ class MetadataCache:
     def has_alive_broker(self, broker_id: int) -> bool:
         return broker_id in self.alive_brokers
 
-    def update(self, request: UpdateMetadataRequest, version: int, *, migration_enabled: bool) -> list[TopicPartition]:
-        """Apply one UpdateMetadata; returns the deleted partitions in order (ZkMC:465-598)."""
+    def update(
+        self, request: UpdateMetadataRequest, version: int, *, migration_enabled: bool,
+        brokers: dict[int, CachedBroker] | None = None,
+    ) -> list[TopicPartition]:
+        """Apply one UpdateMetadata; returns the deleted partitions in order (ZkMC:465-598).
+        ``brokers``: ``alive_brokers(request, version)`` if already computed."""
         groups = _partition_states(request, version)
         if request.is_k_raft_controller and request.type == FULL:
             if version < 8:
@@ -140,7 +145,7 @@ class MetadataCache:
                 groups = self._full_deletions(request) + groups
         self.controller_id = None if request.controller_id < 0 else request.controller_id
         self.controller_is_kraft = self.controller_id is not None and request.is_k_raft_controller
-        self.alive_brokers = _brokers(request, version)
+        self.alive_brokers = alive_brokers(request, version) if brokers is None else brokers
         topic_ids = dict(self.topic_ids)
         for t in request.topic_states if version >= 5 else ():
             if t.topic_id == ZERO_UUID:

@@ -10,12 +10,15 @@ Rules:
 - The BrokerEpoch offset is found by encoding a probe message (the fields before it have fixed
   sizes in every version that has it), not assumed; a version without the field is not memoized.
 - Errors are those of ``decode_request``: DecodeError for a bad header, version or body.
+- Thread-safe: big frames are decoded on handler threads (handler_threads.py) while the loop
+  decodes small ones; the memo is touched under a lock, the decoding itself runs outside it.
 """
 
 from __future__ import annotations
 
 import collections
 import struct
+import threading
 
 import attrs
 
@@ -57,11 +60,12 @@ class SharedDecoder:
         self._memo: collections.OrderedDict[tuple[int, int, bytes], Message] = collections.OrderedDict()
         self.hits = 0
         self.misses = 0
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"SharedDecoder({len(self._memo)}/{self.size} bodies, {self.hits} hits, {self.misses} misses)"
 
-    def decode(self, frame: bytes) -> DecodedRequest:
+    def decode(self, frame: bytes | bytearray) -> DecodedRequest:
         if len(frame) < 4:
             return decode_request(frame)  # raises the usual DecodeError
         key, version = _KEY_VERSION.unpack_from(frame, 0)
@@ -71,24 +75,26 @@ class SharedDecoder:
             offset = broker_epoch_offset(key, version)
         except UnsupportedVersionError:
             return decode_request(frame)
-        header, pos = RequestHeader.decode_prefix(frame, hv)
+        header, pos = RequestHeader.decode_prefix(frame, hv)  # type: ignore[arg-type]
         body_bytes = frame[pos:]
         if offset is None or len(body_bytes) < offset + 8:
             return DecodedRequest(header, hv, a.request.decode(body_bytes, version))
-        masked = body_bytes[:offset] + _ZERO + body_bytes[offset + 8:]
+        masked = bytes(body_bytes[:offset]) + _ZERO + bytes(body_bytes[offset + 8:])
         memo_key = (key, version, masked)
         (epoch,) = _EPOCH.unpack_from(body_bytes, offset)
-        body = self._memo.get(memo_key)
+        with self._lock:
+            body = self._memo.get(memo_key)
+            if body is not None:
+                self.hits += 1
+                self._memo.move_to_end(memo_key)
         if body is None:
-            self.misses += 1
             body = a.request.decode(body_bytes, version)
-            self._memo[memo_key] = body
-            if len(self._memo) > self.size:
-                self._memo.popitem(last=False)
-        else:
-            self.hits += 1
-            self._memo.move_to_end(memo_key)
-            if body.broker_epoch != epoch:  # type: ignore[attr-defined]
-                body = attrs.evolve(body, broker_epoch=epoch)  # type: ignore[misc]
+            with self._lock:
+                self.misses += 1
+                self._memo[memo_key] = body
+                if len(self._memo) > self.size:
+                    self._memo.popitem(last=False)
+        elif body.broker_epoch != epoch:  # type: ignore[attr-defined]
+            body = attrs.evolve(body, broker_epoch=epoch)  # type: ignore[misc]
         return DecodedRequest(header, hv, body)
 

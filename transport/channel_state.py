@@ -29,7 +29,13 @@ from typing import Any, Protocol
 
 import attrs
 
-from ctrlbatch.requests import DecodeError, UnsupportedVersionError, decode_response
+from ctrlbatch.requests import (
+    DecodeError,
+    ResponseHeader,
+    UnsupportedVersionError,
+    api,
+    response_header_version,
+)
 
 __all__ = [
     "ACTIONS",
@@ -49,6 +55,24 @@ CONTROL_API_KEYS = frozenset({4, 5, 6})
 # SaslClientAuthenticator reserves [MAX_INT - 7, MAX_INT]; NetworkClient wraps to 0 before them.
 _MIN_RESERVED_CORRELATION_ID = 2**31 - 1 - 7
 _CORRELATION = struct.Struct(">i")
+_response_codecs: dict[tuple[int, int], tuple[Any, int]] = {}
+
+
+def _response_codec(api_key: int, version: int) -> tuple[Any, int]:
+    """(response class, response header version) of an api key and version, looked up once: the
+    per-response part of decode_response is then the two decoders only (issue 14, the hot path)."""
+    key = (api_key, version)
+    codec = _response_codecs.get(key)
+    if codec is None:
+        codec = _response_codecs[key] = (api(api_key).response, response_header_version(api_key, version))
+    return codec
+
+
+def _decode_response(frame: bytes, api_key: int, version: int) -> Any:
+    """decode_response(frame, api_key, version)'s body: the same decoders, the same DecodeErrors."""
+    cls, hv = _response_codec(api_key, version)
+    _, pos = ResponseHeader.decode_prefix(frame, hv)
+    return cls.decode(memoryview(frame)[pos:], version)
 
 
 class Sendable(Protocol):
@@ -213,7 +237,7 @@ class BrokerChannelState:
             )
         request = item.request
         try:
-            _, response = decode_response(frame, request.api_key, request.version)
+            response = _decode_response(frame, request.api_key, request.version)
         except (DecodeError, UnsupportedVersionError) as e:
             return TryResult(Ending.UNDECODABLE_RESPONSE, detail=str(e))
         except Exception as e:  # a codec failure of another kind: still a bad frame, never a crash

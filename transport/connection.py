@@ -10,7 +10,12 @@ Rules:
   when the socket becomes writable: still no copy.
 - Reading: whatever arrives is split into frames by FrameReader with no size limit (the
   controller's max receive size is unlimited, kafka-controller-channel.md §2) and each frame goes
-  to on_frame(connection, frame), in order.
+  to on_frame(connection, frame), in order. A read that is exactly one whole frame with nothing
+  buffered before it (the usual case: one request in flight, a small answer) skips the
+  FrameReader: its prefix is checked here and the frame sliced out directly. Reads go into one
+  64 KiB buffer per connection (recv_into): a fresh 256 KiB bytes object per recv cost an
+  mmap, an mremap and a munmap each time on the channel's thread (strace, issue 14), about
+  half of the channel's system time per round trip.
 - The end of a connection (EOF, a socket error, a bad size prefix) is reported once through
   on_lost(connection, reason), never from inside send_parts(); close() is idempotent and
   reports nothing.
@@ -20,13 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 from collections.abc import Callable, Sequence
 
 from ctrlbatch.requests import DecodeError, FrameReader
 
 __all__ = ["Connection", "is_ip_literal"]
 
-_READ_SIZE = 262144
+_READ_SIZE = 65536
+_SIZE = struct.Struct(">i")
 _UNLIMITED = 2**31 - 1  # the largest int32 size prefix
 
 Buffer = bytes | memoryview
@@ -70,6 +77,7 @@ class Connection:
         self._sock = sock
         self._fd = sock.fileno()
         self._reader = FrameReader(max_frame_size=_UNLIMITED)
+        self._read_buffer = memoryview(bytearray(_READ_SIZE))
         self._unsent: list[memoryview] = []
         self._on_frame = on_frame
         self._on_lost = on_lost
@@ -143,14 +151,18 @@ class Connection:
 
     def _on_readable(self) -> None:
         try:
-            data = self._sock.recv(_READ_SIZE)
+            n = self._sock.recv_into(self._read_buffer)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
             self._lose(f"receive failed: {e}")
             return
-        if not data:
+        if not n:
             self._lose("the broker closed the connection")
+            return
+        data = self._read_buffer[:n]
+        if n >= 4 and not self._reader.buffered and _SIZE.unpack_from(data)[0] == n - 4:
+            self._on_frame(self, bytes(data[4:]))
             return
         try:
             frames = self._reader.feed(data)
@@ -161,6 +173,10 @@ class Connection:
             if self.closed:
                 return
             self._on_frame(self, frame)
+        try:
+            self._reader.feed(b"")  # a bad prefix after the good frames of this read ends it now
+        except DecodeError as e:
+            self._lose(str(e))
 
     def _lose(self, reason: str) -> None:
         if self.closed:

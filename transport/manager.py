@@ -21,7 +21,6 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable
 from types import TracebackType
@@ -151,14 +150,14 @@ class ControllerChannelManager:
     def send(self, broker_id: int, request: Sendable, callback: Callback | None = None) -> None:
         """Queue request for broker_id and return at once; callback(response) runs on the channel's thread."""
         check_send(broker_id, request, callback)
-        now = time.monotonic()
         if self._on_loop_thread():
-            self._channel.send(broker_id, request, callback, now=now)
+            self._channel.send(broker_id, request, callback)
             return
         with self._lock:
             loop = self._loop
             if loop is not None:
-                self._inbox.append((broker_id, request, callback, now))
+                # the channel's clock (loop.time() reads the monotonic clock; safe from any thread)
+                self._inbox.append((broker_id, request, callback, loop.time()))
                 if not self._drain_scheduled:
                     self._drain_scheduled = True
                     loop.call_soon_threadsafe(self._drain)
@@ -170,9 +169,9 @@ class ControllerChannelManager:
             items = list(self._inbox)
             self._inbox.clear()
             self._drain_scheduled = False
-        send = self._channel.send
+        send = self._channel.send_checked  # send() checked them
         for broker_id, request, callback, now in items:
-            send(broker_id, request, callback, now=now)
+            send(broker_id, request, callback, now)
 
     def wait_until_idle(self, timeout: float) -> bool:
         """True once every request sent so far is settled; False after timeout seconds."""

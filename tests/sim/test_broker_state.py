@@ -447,3 +447,56 @@ def test_injected_stop_replica_errors_have_the_brokers_shape(code: int, listed: 
     r = error_response(5, 4, stop(("foo", 0, 1, True), ("foo", 1, 1, True)), code)
     assert r.error_code == code
     assert [e.error_code for e in r.partition_errors] == ([code, code] if listed else [])
+
+
+# ---------------------------------------------------------------- issue 14: createLogIfNotExists, duplicates
+
+
+def _log_without_id(state: BrokerState, leader: int = 1) -> None:
+    """A log created by a request without topic ids (LeaderAndIsr v4, say)."""
+    handled(state, 6, 8, umr(brokers=(1, 2)))
+    handled(state, 4, 4, lair(("foo", 0, leader, 1), version=4))
+    assert state.partitions[TopicPartition("foo", 0)].log_topic_id is None
+
+
+@pytest.mark.parametrize("leader", [1, 2])
+def test_a_transition_gives_an_existing_log_without_id_the_requests_id(state: BrokerState, leader: int) -> None:
+    """Partition.createLogIfNotExists (3.9.0 Partition.scala:462-463), from makeLeader and makeFollower."""
+    _log_without_id(state, leader)
+    r = handled(state, 4, 7, lair(("foo", 0, leader, 2)))
+    assert lair_codes(r) == {(FOO_ID, 0): 0}
+    assert state.partitions[TopicPartition("foo", 0)].log_topic_id == FOO_ID
+    # so that later requests answer as Kafka does:
+    assert lair_codes(handled(state, 4, 7, lair(("foo", 0, leader, 3), ids={"foo": BAR_ID}))) == {(BAR_ID, 0): 103}
+    assert lair_codes(handled(state, 4, 7, lair(("foo", 0, leader, 2)))) == {(FOO_ID, 0): 11}  # equal epoch, has an id
+
+
+def test_the_dead_leader_branch_of_make_followers_also_assigns_the_id(state: BrokerState) -> None:
+    _log_without_id(state, leader=2)
+    handled(state, 6, 8, umr(brokers=(1,)))  # broker 2, the leader, is not alive any more
+    r = handled(state, 4, 7, lair(("foo", 0, 2, 2)))
+    assert lair_codes(r) == {(FOO_ID, 0): 0}
+    p = state.partitions[TopicPartition("foo", 0)]
+    assert p.log_topic_id == FOO_ID and p.leader_epoch == 1  # only the log changed
+
+
+def test_the_downgrade_case_after_an_id_was_assigned_is_none(state: BrokerState) -> None:
+    _log_without_id(state, leader=2)
+    handled(state, 4, 7, lair(("foo", 0, 2, 2)))  # the follower's log takes FOO_ID
+    r = handled(state, 4, 4, lair(("foo", 0, 2, 2), version=4))  # equal epoch, no id in the request
+    assert [e.error_code for e in r.partition_errors] == [0]
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_a_v0_to_v4_error_response_lists_every_partition_state_duplicates_included(state: BrokerState, version: int) -> None:
+    state.controller_epoch = 9
+    ps = [LeaderAndIsrPartitionState(topic_name="foo" if version < 2 else "", partition_index=p, leader=1, leader_epoch=1,
+                                     replicas=(1,), isr=(1,)) for p in (0, 1, 0)]
+    req = (LeaderAndIsrRequest(controller_id=0, controller_epoch=5, ungrouped_partition_states=ps) if version < 2 else
+           LeaderAndIsrRequest(controller_id=0, controller_epoch=5, topic_states=[
+               LeaderAndIsrTopicState(topic_name="foo", partition_states=ps[:2]),
+               LeaderAndIsrTopicState(topic_name="foo", partition_states=ps[2:])]))
+    r = handled(state, 4, version, req)
+    assert r.error_code == 11
+    assert [(e.topic_name, e.partition_index, e.error_code) for e in r.partition_errors] == [
+        ("foo", 0, 11), ("foo", 1, 11), ("foo", 0, 11)]

@@ -80,3 +80,19 @@ def test_cache_matches_the_model(requests: list[tuple[list[tuple[str, int, int, 
             other = attrs.evolve(pv, leader=pv.leader + 1)
             assert not cache.matches(attrs.evolve(view, partitions={**view.partitions, tp: other}))
             assert not cache.matches(attrs.evolve(view, partitions={k: v for k, v in view.partitions.items() if k != tp}))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_REQUEST, min_size=1, max_size=4), st.sampled_from([4, 8]))
+def test_prepared_live_brokers_give_the_same_cache(requests: list[tuple[list[tuple[str, int, int, int]], list[int], bool]],
+                                                   version: int) -> None:
+    """A big request's brokers are prepared off the state lock (BrokerState.prepare): same result."""
+    from ctrlbatch.sim.broker_state import BrokerState
+
+    plain, prepared = BrokerState(1, 1), BrokerState(1, 1)
+    for states, brokers, with_ids in requests:
+        req = UpdateMetadataRequest.decode(_request(states, brokers, with_ids, version).encode(version), version)
+        a = plain.handle(6, version, req)
+        b = prepared.handle(6, version, req, BrokerState.prepare(6, version, req))
+        assert a == b
+        assert plain.cache.view() == prepared.cache.view() and plain.deleted_partitions == prepared.deleted_partitions

@@ -191,8 +191,25 @@ def test_any_codec_failure_is_an_undecodable_response_not_a_crash(monkeypatch):
     def broken(frame, api_key, version):
         raise ValueError("codec bug")
 
-    monkeypatch.setattr(channel_state, "decode_response", broken)
+    monkeypatch.setattr(channel_state, "_decode_response", broken)
     s = _in_flight_state()
     result = s.on_frame(answer(0))
     assert (result.ending, result.detail) == (Ending.UNDECODABLE_RESPONSE, "ValueError: codec bug")
     assert s.end_try(result.ending).retry
+
+
+@settings(max_examples=300, deadline=None)
+@given(key_version=st.sampled_from([(4, v) for v in range(8)] + [(5, v) for v in range(5)] + [(6, v) for v in range(9)]),
+       data=st.binary(max_size=40))
+def test_the_hot_path_decoder_agrees_with_decode_response(key_version, data):
+    from ctrlbatch.requests import DecodeError, decode_response
+    from ctrlbatch.transport.channel_state import _decode_response
+
+    key, version = key_version
+    try:
+        want = decode_response(data, key, version)[1]
+    except DecodeError:
+        with pytest.raises(DecodeError):
+            _decode_response(data, key, version)
+        return
+    assert _decode_response(data, key, version) == want

@@ -1,0 +1,87 @@
+"""MemoryPool: the request bytes a server process may hold at once (Kafka's queued.max.request.bytes).
+
+Rules (SocketServer's memory pool, kafka-controller-channel.md §6.2):
+- A connection reserves a frame's whole size as soon as it has read the frame's size prefix, and
+  releases it once the frame is decoded (Kafka releases a request's buffer after parsing it). A
+  reservation that does not fit waits; its connection stops being read meanwhile, so its bytes
+  stay in the kernel's socket buffer: nothing is lost.
+- A reservation that fits is granted at once, even while bigger ones wait: a client holding a
+  partial frame of 99 MiB cannot keep small requests out. Waiters are granted in arrival order as
+  memory comes back, each one that fits (Kafka retries muted connections in no set order). A big
+  waiter is not starved for long: other reservations are released as soon as their frames are
+  decoded, and idle connections that hold a partial frame are closed (connections.max.idle.ms).
+- A reservation larger than the whole budget is granted when nothing else is held, so a frame up
+  to socket.request.max.bytes is always served eventually. (Kafka's pool is not strict: it lets the
+  held bytes overshoot by one request; this one never overshoots unless the pool is empty.)
+- ``capacity`` -1 means no budget (Kafka's default for queued.max.request.bytes).
+- Sans-I/O and single-threaded: the loop's thread calls it; a grant runs the waiter's callback.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+
+__all__ = ["UNLIMITED", "MemoryPool"]
+
+UNLIMITED = -1
+
+
+class MemoryPool:
+    """``reserve(size, on_granted)`` is True when granted now; else ``on_granted()`` runs later."""
+
+    def __init__(self, capacity: int = UNLIMITED) -> None:
+        if not isinstance(capacity, int) or isinstance(capacity, bool) or (capacity < 0 and capacity != UNLIMITED):
+            raise ValueError(f"capacity must be a number of bytes >= 0, or -1 for no budget; got {capacity!r}")
+        self.capacity = capacity
+        self.held = 0
+        self.peak = 0
+        self.waits = 0  # reservations that had to wait
+        self._waiting: collections.OrderedDict[object, tuple[int, Callable[[], None]]] = collections.OrderedDict()
+
+    def __repr__(self) -> str:
+        cap = "unlimited" if self.capacity == UNLIMITED else f"{self.capacity} bytes"
+        return f"MemoryPool({self.held} held of {cap}, {len(self._waiting)} waiting)"
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def _fits(self, size: int) -> bool:
+        return self.capacity == UNLIMITED or self.held + size <= self.capacity or self.held == 0
+
+    def _take(self, size: int) -> None:
+        self.held += size
+        if self.held > self.peak:
+            self.peak = self.held
+
+    def reserve(self, size: int, owner: object, on_granted: Callable[[], None]) -> bool:
+        """Reserve ``size`` bytes for ``owner`` (one waiting reservation per owner)."""
+        if size < 0:
+            raise ValueError(f"size must be >= 0, got {size}")
+        if self._fits(size):
+            self._take(size)
+            return True
+        if owner in self._waiting:
+            raise RuntimeError(f"{owner!r} already waits for {self._waiting[owner][0]} bytes")
+        self._waiting[owner] = (size, on_granted)
+        self.waits += 1
+        return False
+
+    def release(self, size: int) -> None:
+        if not 0 <= size <= self.held:
+            raise ValueError(f"cannot release {size} bytes: {self.held} are held")
+        self.held -= size
+        self._grant()
+
+    def cancel(self, owner: object) -> None:
+        """Forget owner's waiting reservation (its connection closed); the next waiter may fit now."""
+        if self._waiting.pop(owner, None) is not None:
+            self._grant()
+
+    def _grant(self) -> None:
+        for owner, (size, on_granted) in list(self._waiting.items()):
+            if owner in self._waiting and self._fits(size):
+                del self._waiting[owner]
+                self._take(size)
+                on_granted()
