@@ -24,9 +24,10 @@ wrong argument type fails where it is first read and is then named (_check_lair_
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -88,6 +89,40 @@ from .versions import (
 )
 
 _log = logging.getLogger("ctrlbatch.batch")
+
+# The error lines of a failed send start as Kafka's do (CCM:742-765) but carry a bounded summary
+# of the state, not all of it: Kafka prints the whole map, which for a big cluster (or one huge
+# name) made one log line of hundreds of megabytes. Each collection shows its first
+# LOG_STATE_ENTRIES entries and how many more it holds; every part is cut at LOG_STATE_CHARS.
+LOG_STATE_ENTRIES = 10
+LOG_STATE_CHARS = 2000
+
+
+def _cut(text: str) -> str:
+    if len(text) <= LOG_STATE_CHARS:
+        return text
+    return f"{text[:LOG_STATE_CHARS]}... ({len(text):,} characters)"
+
+
+def bounded_state(value: Any, *, as_set: bool = False) -> str:
+    """Kafka's rendering of a map or set of batch state (HashMap(k -> v, ...)), bounded:
+    LOG_STATE_ENTRIES entries per collection level, '... N more' for the rest, cut at LOG_STATE_CHARS.
+    as_set: the keys of an insertion-ordered dict used as a set, printed as a HashSet."""
+    return _cut(_bounded(value, as_set))
+
+
+def _bounded(value: Any, as_set: bool = False) -> str:
+    if isinstance(value, Mapping) and not as_set:
+        parts = [f"{_bounded(k)} -> {_bounded(v)}" for k, v in itertools.islice(value.items(), LOG_STATE_ENTRIES)]
+        head = "HashMap("
+    elif as_set or isinstance(value, set | frozenset):
+        parts = [_bounded(x) for x in itertools.islice(value, LOG_STATE_ENTRIES)]
+        head = "HashSet("
+    else:
+        return _cut(scala_map({0: value})[len("HashMap(0 -> "):-1])  # a leaf as Kafka prints it
+    if len(value) > LOG_STATE_ENTRIES:
+        parts.append(f"... {len(value) - LOG_STATE_ENTRIES:,} more")
+    return _cut(head + ", ".join(parts) + ")")
 # Trusted constructors generated for these call sites (no converters; see ctrlbatch.requests.model):
 # positional in the order named here, whatever the spec's order. The values passed are already
 # tuples and ints, checked at the edge or taken from frozen context values.
@@ -465,18 +500,18 @@ class ControllerBrokerRequestBatch:
             if self.leader_and_isr_request_map:
                 _log.error(
                     "Haven't been able to send leader and isr requests, current state of the map is %s. Exception message: %s",
-                    scala_map(self.leader_and_isr_request_map), cause,
+                    bounded_state(self.leader_and_isr_request_map), _cut(cause),
                 )
             if self.update_metadata_request_broker_set:
                 _log.error(
                     "Haven't been able to send metadata update requests to brokers %s, current state of the partition info is %s. Exception message: %s",
-                    scala_set(self.update_metadata_request_broker_set),
-                    scala_map(self.update_metadata_request_partition_info_map), cause,
+                    bounded_state(self.update_metadata_request_broker_set, as_set=True),
+                    bounded_state(self.update_metadata_request_partition_info_map), _cut(cause),
                 )
             if self.stop_replica_request_map:
                 _log.error(
                     "Haven't been able to send stop replica requests, current state of the map is %s. Exception message: %s",
-                    scala_map(self.stop_replica_request_map), cause,
+                    bounded_state(self.stop_replica_request_map), _cut(cause),
                 )
             raise IllegalStateError(cause) from e
 

@@ -5,13 +5,21 @@ CommandError naming the option), opens the history, runs one engine (Spark by de
 the sequential one), writes the output directory atomically when --out is given, and prints
 the summary on standard output. Progress goes to standard error. --compare-ibp runs the same
 history at two inter-broker protocol versions and prints the per-API difference.
+Every failure the user can act on is one line and exit status 1: an OS error (permission, not a
+directory, a symlink loop, ...) names the path and the reason. SIGTERM is turned into an
+exception like SIGINT's, so both run the same clean-up (no DIR.tmp-* is left) and end with one
+line: exit status 130 for SIGINT (the command's rule), 143 (128 + 15) for SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
+import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +94,48 @@ def parse_ibp(text: str, option: str = "--ibp") -> MetadataVersion:
         raise CommandError(f"{option}: {text!r} is not a metadata version such as 3.9-IV0 or 2.8-IV1 ({e})") from None
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like KeyboardInterrupt (a BaseException), so every ``finally`` runs."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the clean-up must not be cut short
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave signals to whoever owns them
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def os_error_line(e: OSError) -> str:
+    """'<path>: <reason>' (and '-> <second path>' for a rename) for an OS error: one line. An
+    error without errno parts (pyarrow's, whose text names the file) keeps its text, bounded."""
+    reason = e.strerror or " ".join(str(e).split())[:500] or type(e).__name__
+    if e.filename is None:
+        return reason
+    second = f" -> {e.filename2}" if e.filename2 is not None else ""
+    return f"{os.fsdecode(e.filename)}{second}: {reason}"
+
+
 def _check_args(args: argparse.Namespace) -> None:
-    if not os.path.exists(args.path):
-        raise CommandError(f"{args.path}: no such file or directory")
+    try:
+        os.stat(args.path)
+    except FileNotFoundError:
+        broken = os.path.islink(args.path)
+        raise CommandError(f"{args.path}: {'a symbolic link to nothing' if broken else 'no such file or directory'}") from None
+    except OSError as e:
+        raise CommandError(os_error_line(e)) from None
+    if args.out is not None:
+        _check_out(Path(args.out))
     if args.coalesce < 1:
         raise CommandError(f"--coalesce: must be at least 1, got {args.coalesce}")
     if args.controller_id is not None and args.controller_id < 0:
@@ -108,7 +155,40 @@ def _compare_versions(text: str) -> tuple[MetadataVersion, MetadataVersion]:
     return parse_ibp(parts[0], "--compare-ibp"), parse_ibp(parts[1], "--compare-ibp")
 
 
+def _check_out(out: Path) -> None:
+    """Refuse an --out that cannot work before any replay starts (OutputDir checks it again)."""
+    from .output import foreign_reason
+
+    if not str(out).strip():
+        raise CommandError("--out: expected a directory path, got an empty string")
+    refusal = foreign_reason(out.absolute())
+    if refusal is not None:
+        raise CommandError(f"--out {out}: {refusal}; choose another --out or remove it yourself")
+    parent = out.absolute().parent
+    try:
+        mode = os.stat(parent).st_mode
+    except OSError as e:
+        raise CommandError(f"--out {out}: cannot write the output here: {os_error_line(e)}") from None
+    if not stat.S_ISDIR(mode):
+        raise CommandError(f"--out {out}: cannot write the output here: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CommandError(f"--out {out}: cannot write the output here: {parent}: Permission denied")
+
+
 def run(args: argparse.Namespace) -> int:
+    try:
+        with _sigterm_unwinds():
+            return _run(args)
+    except Terminated:
+        print("ctrlbatch replay: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            raise
+        raise CommandError(os_error_line(e)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     from . import job as replay_run
 
     _check_args(args)

@@ -26,8 +26,17 @@ from collections.abc import Iterator
 import attrs
 
 from .errors import ReadStats, ReplayInputError, stats_for
-from .json_convert import from_json
-from .jsonl import BatchBuilder, LineError, Parsed, UnprintedControl, numbered_lines, parse_record, too_long
+from .json_convert import from_json, quoted
+from .jsonl import (
+    BatchBuilder,
+    LineError,
+    Parsed,
+    UnprintedControl,
+    checked_number,
+    numbered_lines,
+    parse_record,
+    too_long,
+)
 from .record_classes import CONTROL_VERSION, control_class
 from .records import CONTROL_TYPE_IDS, ControlRecord, LogBatch
 
@@ -79,29 +88,29 @@ def _batch_line(line: str) -> _BatchLine:
     time = fields.get("CreateTime", fields.get("LogAppendTime"))
     try:
         if fields.get("magic", "2") != "2":
-            raise LineError(f"record batch magic {fields['magic']} is not supported (only v2)")
+            raise LineError(f"record batch magic {quoted(fields['magic'])} is not supported (only v2)")
         if fields.get("compresscodec", "none") != "none":
             raise LineError(
-                f"{fields['compresscodec']}-compressed batch: KRaft metadata batches are never compressed"
+                f"{quoted(fields['compresscodec'])}-compressed batch: KRaft metadata batches are never compressed"
             )
-        return _BatchLine(
-            int(fields["baseOffset"]),
-            int(fields["lastOffset"]),
+        return _BatchLine(  # the numbers in the ranges of their batch fields, as in JSON lines
+            checked_number("offset", int(fields["baseOffset"]), "baseOffset"),
+            checked_number("offset", int(fields["lastOffset"]), "lastOffset"),
             int(fields["count"]),
-            int(fields["partitionLeaderEpoch"]),
+            checked_number("epoch", int(fields["partitionLeaderEpoch"]), "partitionLeaderEpoch"),
             _bool(fields["isControl"]),
-            int(time) if time is not None else -1,
+            checked_number("timestamp", int(time), "CreateTime") if time is not None else -1,
             _bool(fields.get("isvalid", "true")),
         )
     except KeyError as e:
-        raise LineError(f"the batch line has no {e.args[0]}:") from None
+        raise LineError(f"the batch line has no {quoted(e.args[0])[1:-1]}:") from None
     except ValueError as e:
         raise LineError(f"bad number in the batch line ({e})") from None
 
 
 def _bool(text: str) -> bool:
     if text not in ("true", "false"):
-        raise LineError(f"expected true or false, got {text!r}")
+        raise LineError(f"expected true or false, got {quoted(text)}")
     return text == "true"
 
 
@@ -110,7 +119,7 @@ def _record(line: str, offset: int) -> Parsed:
     head, sep, payload = line.partition(" payload: ")
     if sep:
         if payload.startswith("Error at "):
-            raise LineError(f"kafka-dump-log could not decode this record: {payload.strip()}")
+            raise LineError(f"kafka-dump-log could not decode this record: {quoted(payload.strip())[1:-1]}")
         try:
             doc = json.loads(payload)
         except json.JSONDecodeError as e:

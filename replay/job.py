@@ -3,12 +3,17 @@
 Rules of this module: both engines are driven through ``execute`` so that everything around
 them (the output directory, summary.json, report.png, the printed text) is the same code;
 the engines differ only in how rows and the summary are produced. Output is committed only
-after every part is written (``OutputDir``), so a failed run leaves no DIR behind.
+after every part is written (``OutputDir``), so a failed run leaves no DIR behind. On a failure
+(or SIGINT/SIGTERM) the Spark session is stopped before the temporary directory is removed, so
+no executor writes into it afterwards. An executor's error reaches the user as the same one line
+the local engine gives (``spark_error_line``), never as a Java or Python stack trace. A history
+that yields no batch at all (and skipped nothing) is an error saying the input is empty.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,7 +21,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ctrlbatch.common import Progress
+from ctrlbatch.common import CommandError, Progress
 from ctrlbatch.context import MetadataVersion
 
 from .errors import ReadStats
@@ -117,14 +122,16 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
 
     history = open_history(job.path, from_snapshot=job.from_snapshot, skip_corrupt=job.skip_corrupt)
     run_job, controller = _controller_at_start(job, history)
-    out = OutputDir(out_dir) if out_dir is not None else None
     start = time.monotonic()
+    out = OutputDir(out_dir) if out_dir is not None else None  # no call between this and the try: a signal lands inside
     try:
         phases: dict[str, float] = {}
         if job.engine == "local":
             summary, stats, rows = _run_local(run_job, history, out)
         else:
             summary, stats, rows = _run_spark(run_job, out, phases)
+        if stats.batches == 0 and not stats.corrupt:
+            raise CommandError(f"{job.path}: the input is empty: it holds no record batch to replay")
         outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller)
         if out is not None:
             write_json(out.summary_path, outcome.to_dict())
@@ -190,24 +197,95 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
     from .spark_progress import StageProgress
     from .spark_session import spark_session
 
-    spark = spark_session(job.master)
+    spark = spark_session(job.master, quiet=not job.progress)
     # Absolute paths: executors of a cluster do not run in the driver's working directory.
     snapshot = job.from_snapshot
     if snapshot is not None and snapshot != "newest":
         snapshot = os.path.abspath(snapshot)
     source = HistorySource(os.path.abspath(job.path), snapshot, job.skip_corrupt)
-    with StageProgress(spark, enabled=job.progress):
-        result = replay_spark(
-            spark,
-            source,
-            job.options(),
-            coalesce=job.coalesce,
-            requests_dir=None if out is None else out.requests_dir,
-            with_frames=job.with_frames,
-            unit_bytes=job.unit_bytes,
-        )
+    try:
+        with StageProgress(spark, enabled=job.progress):
+            result = replay_spark(
+                spark,
+                source,
+                job.options(),
+                coalesce=job.coalesce,
+                requests_dir=None if out is None else out.requests_dir,
+                with_frames=job.with_frames,
+                unit_bytes=job.unit_bytes,
+            )
+    except CommandError:
+        raise
+    except Exception as e:
+        interrupt = _interrupt_behind(e)
+        if interrupt is not None:  # a clean-up call on the broken gateway failed while unwinding
+            if out is not None:
+                _stop_executors(spark)
+            raise interrupt from None
+        line = spark_error_line(e)
+        if line is None:
+            raise
+        raise CommandError(line) from None
+    except BaseException:  # SIGINT, SIGTERM: stop the executors before DIR.tmp-* is removed
+        if out is not None:
+            _stop_executors(spark)
+        raise
     phases.update(result.seconds)
     return result.summary, result.stats, result.rows
+
+
+def _interrupt_behind(e: BaseException) -> BaseException | None:
+    """The SIGINT/SIGTERM exception an error was raised while handling (a Py4J call made by a
+    ``finally`` on the way out fails on the interrupted gateway), or None."""
+    seen: BaseException | None = e.__context__
+    for _ in range(20):  # a chain is short; the bound only guards against a cycle
+        if seen is None:
+            return None
+        if not isinstance(seen, Exception):
+            return seen
+        seen = seen.__context__
+    return None
+
+
+def _stop_executors(spark: Any) -> None:
+    """Stop Spark so that no task writes into the output after this; an interrupted Py4J call
+    can leave the gateway unusable, and then the JVM (with its local executors and their Python
+    workers) is ended instead. A cluster's executors stop when the driver's JVM goes."""
+    try:
+        spark.stop()
+        return
+    except Exception:  # noqa: BLE001 - the gateway is broken: end the JVM below
+        pass
+    sc = spark.sparkContext
+    accumulators = getattr(sc, "_accumulatorServer", None)
+    if accumulators is not None:  # its handler thread reads from the JVM: end it quietly, no EOFError trace
+        accumulators.server_shutdown = True
+        accumulators.handle_error = lambda request, address: None
+    proc = getattr(getattr(sc, "_gateway", None), "proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+MAX_ERROR_CHARS = 400  # an error line shows at most this much of an executor's message
+
+# The last "Name: message" line of a Python traceback relayed by Spark (an executor's OSError, ...).
+_RELAYED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.M)
+
+
+def spark_error_line(e: BaseException) -> str | None:
+    """The one line the user sees for a failed Spark job, from the last Python error a worker
+    relayed (``PermissionError: [Errno 13] Permission denied: 'x'``), bounded; None if the
+    failure carries none (then it is a bug and keeps its trace)."""
+    found = _RELAYED.findall(str(e))
+    python = [(name, text) for name, text in found if not name.startswith(("org.", "java.", "py4j."))]
+    if not python:
+        return None
+    name, text = python[-1]
+    text = text.strip()
+    if len(text) > MAX_ERROR_CHARS:
+        text = f"{text[:MAX_ERROR_CHARS]}... ({len(text):,} characters)"
+    return f"the Spark job failed: {name.rsplit('.', 1)[-1]}: {text}"
 
 
 MAX_BROKER_LINES = 20

@@ -5,7 +5,12 @@ order; fields absent from the version are left out; tagged fields are written on
 differ from their default, and read as the default when absent; other fields are mandatory; uuid
 is URL-safe base64 without padding (22 characters), bytes standard base64, structs objects.
 Keys Kafka does not know are ignored, as Kafka's reader does. Problems raise JsonRecordError
-naming the field path and why; callers add the file and line.
+naming the field path and why; callers add the file and line. Every number must fit its schema
+type's range. Every string is at most MAX_STRING_BYTES of UTF-8, as in Kafka: a record string's
+length is written as an int16 (or a compact length checked against 0x7fff), so the generated
+readers refuse a longer one ("string field X had invalid length N", MessageDataGenerator) and
+the writers refuse to serialize it: no record on disk holds one. An error quotes at most
+MAX_QUOTED characters of the value, so a message stays short whatever the input holds.
 """
 
 from __future__ import annotations
@@ -27,8 +32,26 @@ _INT_RANGES = {
 }
 
 
+MAX_STRING_BYTES = 0x7FFF  # Kafka's bound on any string of a record (module rules)
+MAX_QUOTED = 60  # characters of a bad value an error message shows
+
+
 class JsonRecordError(ValueError):
     """A JSON record that does not fit its schema: path to the field and reason."""
+
+
+def quoted(value: object) -> str:
+    """repr(value), cut to MAX_QUOTED characters with the full length said: error messages quote
+    user input, and a 60 MB string must not become a 60 MB message. Long ints are cut without
+    calling repr (Python refuses to print ints beyond 4,300 digits)."""
+    if type(value) is int and value.bit_length() > 256:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+    if isinstance(value, (str, list, dict)) and len(value) > MAX_QUOTED:
+        kind = {str: "characters", list: "items", dict: "keys"}[type(value)]
+        head = repr(value[:MAX_QUOTED]) if isinstance(value, (str, list)) else "{...}"
+        return f"{head[:MAX_QUOTED]}... ({len(value):,} {kind})"
+    text = repr(value)
+    return text if len(text) <= MAX_QUOTED else f"{text[:MAX_QUOTED]}..."
 
 
 def uuid_to_json(u: uuid.UUID) -> str:
@@ -38,7 +61,7 @@ def uuid_to_json(u: uuid.UUID) -> str:
 
 def uuid_from_json(text: object, path: str) -> uuid.UUID:
     if not isinstance(text, str) or len(text) != 22:
-        raise JsonRecordError(f"{path}: expected a 22-character base64 uuid, got {text!r}")
+        raise JsonRecordError(f"{path}: expected a 22-character base64 uuid, got {quoted(text)}")
     try:
         return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
     except (binascii.Error, ValueError):
@@ -91,25 +114,30 @@ def _scalar_from_json(t: str, v: Any, path: str) -> Any:
     rng = _INT_RANGES.get(t)
     if rng is not None:
         if type(v) is not int or not rng[0] <= v <= rng[1]:
-            raise JsonRecordError(f"{path}: expected an {t}, got {v!r}")
+            raise JsonRecordError(f"{path}: expected an {t} ({rng[0]}..{rng[1]}), got {quoted(v)}")
         return v
     if t == "bool":
         if type(v) is not bool:
-            raise JsonRecordError(f"{path}: expected true or false, got {v!r}")
+            raise JsonRecordError(f"{path}: expected true or false, got {quoted(v)}")
         return v
     if t == "string":
         if not isinstance(v, str):
-            raise JsonRecordError(f"{path}: expected a string, got {v!r}")
+            raise JsonRecordError(f"{path}: expected a string, got {quoted(v)}")
+        if len(v) > MAX_STRING_BYTES // 4 and (n := len(v.encode("utf-8", "surrogatepass"))) > MAX_STRING_BYTES:
+            raise JsonRecordError(
+                f"{path}: a string of {n:,} bytes; Kafka allows at most {MAX_STRING_BYTES:,} bytes in a "
+                "record string (an int16 length), so no record holds it"
+            )
         return v
     if t == "uuid":
         return uuid_from_json(v, path)
     if t == "float64":
         if type(v) not in (int, float):
-            raise JsonRecordError(f"{path}: expected a number, got {v!r}")
+            raise JsonRecordError(f"{path}: expected a number, got {quoted(v)}")
         return float(v)
     if t in ("bytes", "records"):
         if not isinstance(v, str):
-            raise JsonRecordError(f"{path}: expected base64 text, got {v!r}")
+            raise JsonRecordError(f"{path}: expected base64 text, got {quoted(v)}")
         try:
             return base64.b64decode(v, validate=True)
         except binascii.Error:
@@ -139,7 +167,7 @@ def from_json(cls: Any, data: Any, version: int, path: str) -> Any:
             continue
         if f.is_array:
             if not isinstance(v, list):
-                raise JsonRecordError(f"{at}: expected an array, got {v!r}")
+                raise JsonRecordError(f"{at}: expected an array, got {quoted(v)}")
             if f.struct is not None:
                 sub = cls.STRUCT_TYPES[f.attr]
                 kwargs[f.attr] = tuple(from_json(sub, x, version, f"{at}[{i}]") for i, x in enumerate(v))

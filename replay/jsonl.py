@@ -12,6 +12,12 @@ Consecutive lines with the same "batch" form one batch; a line without "batch" i
 own. Missing epoch / timestamp read as -1. NO_OP_RECORD lines are counted on their batch, like
 binary NoOps. Offsets must increase. Blank lines are ignored. A line over MAX_LINE_BYTES is an error
 (it is read in pieces, never held whole). Errors name the file and line.
+Every number is checked against the range of the field it stands for in a record batch
+(LINE_FIELDS: offsets and timestamps are int64, the epoch is the int32 partitionLeaderEpoch,
+the version an int16), and the record's own fields against their schema types (json_convert),
+so a value no Kafka log can hold is a line error naming the field, never an OverflowError later.
+Strings are bounded as Kafka bounds them (json_convert.MAX_STRING_BYTES; a topic name by
+NAME_LIMITS). Messages quote at most a short prefix of a bad value (json_convert.quoted).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import IO, Any
 import attrs
 
 from .errors import ReadStats, ReplayInputError, stats_for
-from .json_convert import JsonRecordError, from_json, to_json
+from .json_convert import JsonRecordError, from_json, quoted, to_json
 from .record_classes import CONTROL_VERSION, control_class, record_class
 from .records import (
     CONTROL_TYPE_IDS,
@@ -32,6 +38,7 @@ from .records import (
     NO_OP_RECORD,
     RECORD_TYPE_IDS,
     RECORD_TYPE_NAMES,
+    TOPIC_RECORD,
     ControlRecord,
     LogBatch,
     MetadataRecord,
@@ -39,6 +46,37 @@ from .records import (
 from .segments import count_batch
 
 MAX_LINE_BYTES = 64 << 20  # a line is one record: far above any real one (cf. segments.MAX_BATCH_BYTES)
+
+INT16 = (-(1 << 15), (1 << 15) - 1)
+INT32 = (-(1 << 31), (1 << 31) - 1)
+INT64 = (-(1 << 63), (1 << 63) - 1)
+OFFSET = (0, INT64[1])
+
+# The batch-describing keys of a line: (range, what it is in a record batch v2).
+LINE_FIELDS: dict[str, tuple[tuple[int, int], str]] = {
+    "offset": (OFFSET, "a non-negative int64 record offset"),
+    "batch": (OFFSET, "a non-negative int64 base offset"),
+    "epoch": (INT32, "an int32 partitionLeaderEpoch"),
+    "timestamp": (INT64, "an int64 timestamp in ms"),
+    "version": (INT16, "an int16 record version"),
+}
+
+# Kafka's bounds on names that are tighter than MAX_STRING_BYTES: (record type, field) ->
+# (limit in characters, where Kafka sets it). A TopicRecord is only written for a topic whose
+# name passed Topic.validate (CreateTopics in ReplicationControlManager), which refuses a name
+# longer than Topic.MAX_NAME_LENGTH = 249 (clients/.../common/internals/Topic.java).
+NAME_LIMITS: dict[tuple[int, str], tuple[int, str]] = {
+    (TOPIC_RECORD, "name"): (249, "Kafka's Topic.MAX_NAME_LENGTH, checked by Topic.validate when a topic is created"),
+}
+
+
+def checked_number(key: str, value: Any, name: str | None = None) -> int:
+    """value as the LINE_FIELDS field key, or LineError naming the field (as the input calls it:
+    name, default key), its range and the value."""
+    (lo, hi), what = LINE_FIELDS[key]
+    if type(value) is not int or not lo <= value <= hi:
+        raise LineError(f'"{name or key}" must be {what} ({lo}..{hi}), not {quoted(value)}')
+    return int(value)
 
 
 def numbered_lines(fh: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
@@ -83,23 +121,22 @@ def parse_record(type_field: Any, version: Any, data: Any, offset: int, *, contr
     """One record from its JSON parts (shared with the kafka-dump-log reader); None for a NoOp.
 
     Raises LineError with the reason."""
-    if type(version) is not int:
-        raise LineError(f'"version" must be an integer, not {version!r}')
+    version = checked_number("version", version)
     if isinstance(type_field, str):
         if type_field in CONTROL_TYPE_IDS:
             control, type_id = True, CONTROL_TYPE_IDS[type_field]
         elif type_field in RECORD_TYPE_IDS:
             type_id = RECORD_TYPE_IDS[type_field]
         else:
-            raise LineError(f"unknown record type {type_field!r}")
+            raise LineError(f"unknown record type {quoted(type_field)}")
     elif type(type_field) is int:
         type_id = type_field
     else:
-        raise LineError(f'"type" must be a record type name or id, not {type_field!r}')
+        raise LineError(f'"type" must be a record type name or id, not {quoted(type_field)}')
     if control:
         cls = control_class(type_id)
         if cls is None:
-            raise LineError(f"unknown control record type {type_field!r}")
+            raise LineError(f"unknown control record type {quoted(type_field)}")
         if version != CONTROL_VERSION:
             raise LineError(f"control records are read at version {CONTROL_VERSION}, not {version}")
         if data is None:  # a body the source did not show (kafka-dump-log's LEADER_CHANGE)
@@ -107,7 +144,7 @@ def parse_record(type_field: Any, version: Any, data: Any, offset: int, *, contr
     else:
         cls = record_class(type_id)
         if cls is None:
-            raise LineError(f"unknown metadata record type {type_field!r}")
+            raise LineError(f"unknown metadata record type {quoted(type_field)}")
         if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
             raise LineError(
                 f"unknown version {version} of {RECORD_TYPE_NAMES[type_id]} (versions {cls.MESSAGE.valid_versions})"
@@ -120,7 +157,19 @@ def parse_record(type_field: Any, version: Any, data: Any, offset: int, *, contr
         raise LineError(
             f"{CONTROL_TYPE_NAMES.get(type_id) if control else RECORD_TYPE_NAMES[type_id]}: {e}"
         ) from None
+    if not control:
+        _check_names(type_id, obj)
     return ControlRecord(offset, type_id, obj) if control else MetadataRecord(offset, type_id, version, obj)
+
+
+def _check_names(type_id: int, obj: Any) -> None:
+    for (limited, field), (limit, source) in NAME_LIMITS.items():
+        value = getattr(obj, field, None) if limited == type_id else None
+        if isinstance(value, str) and len(value) > limit:
+            raise LineError(
+                f"{RECORD_TYPE_NAMES[type_id]}: data.{field}: a name of {len(value):,} characters "
+                f"({quoted(value)}); at most {limit} ({source})"
+            )
 
 
 class BatchBuilder:
@@ -144,9 +193,8 @@ class BatchBuilder:
         self.noops = 0
         self.unprinted: list[int] = []
 
-    def check_offset(self, offset: Any) -> int:
-        if type(offset) is not int or offset < 0:
-            raise LineError(f'"offset" must be a non-negative integer, not {offset!r}')
+    def check_offset(self, value: Any) -> int:
+        offset = checked_number("offset", value)
         if offset <= self.last_offset:
             raise LineError(f"offset {offset} is not after the previous record's offset {self.last_offset}")
         return offset
@@ -199,10 +247,7 @@ class BatchBuilder:
 
 
 def _int_or(doc: dict[str, Any], key: str, default: int) -> int:
-    v = doc.get(key, default)
-    if type(v) is not int:
-        raise LineError(f'"{key}" must be an integer, not {v!r}')
-    return v
+    return checked_number(key, doc.get(key, default))
 
 
 def read_jsonl(
@@ -237,15 +282,14 @@ def read_jsonl(
                 offset = builder.check_offset(doc["offset"])
                 control = doc.get("control", False)
                 if type(control) is not bool:
-                    raise LineError(f'"control" must be true or false, not {control!r}')
+                    raise LineError(f'"control" must be true or false, not {quoted(control)}')
                 record = parse_record(doc["type"], doc["version"], doc["data"], offset, control=control)
                 key = doc.get("batch")
-                if key is not None and type(key) is not int:
-                    raise LineError(f'"batch" must be an integer, not {key!r}')
+                if key is not None:
+                    checked_number("batch", key)
+                epoch, timestamp = _int_or(doc, "epoch", -1), _int_or(doc, "timestamp", -1)
                 if builder.starts_new(key):
-                    done = builder.begin(
-                        key, _int_or(doc, "epoch", -1), _int_or(doc, "timestamp", -1), number
-                    )
+                    done = builder.begin(key, epoch, timestamp, number)
                     if done is not None:
                         yield done
                 builder.add(offset, record)

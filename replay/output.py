@@ -3,9 +3,15 @@
 Rules of this module:
 - Nothing appears at ``DIR`` until the whole output is complete: everything is written into a
   sibling ``DIR.tmp-XXXX`` that is renamed to ``DIR`` by ``commit()``; any failure (or leaving the
-  ``with`` block by an exception) removes the temporary directory and leaves ``DIR`` untouched.
-- An existing ``DIR`` is replaced only if it is a previous replay output (it has summary.json)
-  or empty; anything else is refused, so a typo never deletes someone's directory.
+  ``with`` block by an exception, SIGINT or SIGTERM) removes the temporary directory and leaves
+  ``DIR`` untouched. commit() and abort() run with SIGINT and SIGTERM blocked, so a signal cannot
+  cut a rename or a removal in half; it is delivered when they are done.
+- The output is never someone else's data. commit() writes a marker, ``MARKER``, listing every
+  file of the output. An existing ``DIR`` is replaced only if it is empty or holds that marker
+  and exactly the files it lists (no symbolic link, no other file or directory): a directory
+  with anybody else's summary.json, or a previous output with a file added, is refused in one
+  line. Nothing outside ``DIR`` is touched but the two siblings ``DIR.tmp-*`` and ``DIR.old-*``
+  that live only during the run; a missing parent directory is refused, not created.
 - requests/ holds Parquet files with the columns of ``rows.REQUEST_SCHEMA``; the local engine
   writes them here through ``ParquetRows`` (streaming, bounded memory), the Spark engine writes
   the directory itself. Either way pyarrow reads it: ``pyarrow.parquet.read_table(DIR/'requests')``.
@@ -15,21 +21,42 @@ Rules of this module:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
+import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from ctrlbatch.common import CommandError
 
-__all__ = ["OutputDir", "ParquetRows", "write_json", "REPORT_BINS"]
+__all__ = ["OutputDir", "ParquetRows", "write_json", "REPORT_BINS", "MARKER"]
 
 REPORT_BINS = 120  # time buckets across the history in report.png
 ROWS_PER_FILE_GROUP = 65_536  # rows buffered before a Parquet row group is written
+MARKER = ".ctrlbatch-replay.json"  # written last into every output: what this program wrote
+_MARKER_TOOL = "ctrlbatch replay"
+_MAX_MARKER_BYTES = 16 << 20  # a marker lists a few thousand files at most; a bigger one is not ours
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (blocked, not lost) until the block is done."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _os_refusal(path: Path, what: str, e: OSError) -> CommandError:
+    return CommandError(f"{e.filename or path}: {what}: {e.strerror or type(e).__name__}")
 
 
 class OutputDir:
@@ -39,17 +66,28 @@ class OutputDir:
         if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
             raise ValueError(f"path must name an output directory, got {path!r}")
         self.path = Path(path).absolute()
-        if self.path.exists() and not _replaceable(self.path):
-            raise CommandError(
-                f"{self.path}: exists and is not a replay output (no summary.json); "
-                "choose another --out or remove it"
-            )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f"{self.path.name}.tmp-", dir=self.path.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        self.tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise become DIR's mode
+        refusal = foreign_reason(self.path)
+        if refusal is not None:
+            raise CommandError(f"{self.path}: {refusal}; choose another --out or remove it yourself")
+        parent = self.path.parent
+        if not parent.is_dir():
+            kind = "is not a directory" if parent.exists() else "does not exist"
+            raise CommandError(f"{self.path}: cannot write the output here: {parent} {kind}")
         self.committed = False
+        tmp: Path | None = None
+        try:
+            with _signals_deferred():
+                tmp = Path(tempfile.mkdtemp(prefix=f"{self.path.name}.tmp-", dir=parent))
+                umask = os.umask(0)
+                os.umask(umask)
+                tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise become DIR's mode
+        except BaseException as e:  # a signal deferred above arrives here: nobody else knows tmp yet
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(e, OSError):
+                raise _os_refusal(parent, "cannot write the output here", e) from None
+            raise
+        self.tmp = tmp
 
     def __repr__(self) -> str:
         return f"OutputDir({str(self.path)!r}, {'committed' if self.committed else 'pending'})"
@@ -76,25 +114,80 @@ class OutputDir:
             self.abort()
 
     def commit(self) -> Path:
-        """Move the finished output to its place (replacing a previous replay output)."""
+        """Write the marker, then move the finished output to its place (replacing an empty
+        directory or a previous output of this program, checked again now)."""
         if self.committed:
             return self.path
-        old: Path | None = None
-        if self.path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f"{self.path.name}.old-", dir=self.path.parent))
-            self.path.rename(old / "previous")
-        self.tmp.rename(self.path)
-        self.committed = True
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        with _signals_deferred():
+            try:
+                files = sorted(_own_files(self.tmp))
+                (self.tmp / MARKER).write_text(json.dumps({"written_by": _MARKER_TOOL, "files": files}) + "\n")
+                refusal = foreign_reason(self.path)
+                if refusal is not None:
+                    raise CommandError(f"{self.path}: {refusal} (it appeared during the run); the output is not written")
+                old: Path | None = None
+                if self.path.exists() and any(self.path.iterdir()):
+                    old = Path(tempfile.mkdtemp(prefix=f"{self.path.name}.old-", dir=self.path.parent))
+                    self.path.rename(old / "previous")
+                self.tmp.rename(self.path)  # rename(2) replaces an empty directory atomically
+                self.committed = True
+                if old is not None:
+                    shutil.rmtree(old, ignore_errors=True)
+            except OSError as e:
+                raise _os_refusal(self.path, "cannot write the output", e) from None
         return self.path
 
     def abort(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        with _signals_deferred():
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _replaceable(path: Path) -> bool:
-    return path.is_dir() and ((path / "summary.json").is_file() or not any(path.iterdir()))
+def _own_files(root: Path) -> Iterator[str]:
+    """Relative paths (with /) of every file under root; a symlink or special file is not ours."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            mode = os.lstat(full).st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise OSError(0, "holds a symbolic link or special file", full)
+            if stat.S_ISREG(mode):
+                yield os.path.relpath(full, root).replace(os.sep, "/")
+
+
+def foreign_reason(path: Path) -> str | None:
+    """Why ``path`` may not be replaced by an output (None: it does not exist, is empty, or is a
+    previous output of this program with exactly the files its marker lists)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (a parent that is a file is the caller's)
+        return None
+    except OSError as e:
+        return f"cannot be inspected ({e.strerror})"
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link, not a directory this program wrote"
+    if not stat.S_ISDIR(mode):
+        return "exists and is not a directory"
+    try:
+        if not any(path.iterdir()):
+            return None
+        marker = path / MARKER
+        if not marker.is_file() or marker.is_symlink():
+            return f"exists and is not a replay output ({MARKER} missing): it holds files this program did not write"
+        if marker.stat().st_size > _MAX_MARKER_BYTES:
+            return f"exists and its {MARKER} is not this program's"
+        doc = json.loads(marker.read_text(encoding="utf-8"))
+        listed = doc.get("files") if isinstance(doc, dict) and doc.get("written_by") == _MARKER_TOOL else None
+        if not isinstance(listed, list):
+            return f"exists and its {MARKER} is not this program's"
+        found = set(_own_files(path)) - {MARKER}
+    except (OSError, ValueError) as e:  # unreadable, a symlink inside, bad JSON
+        detail = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+        return f"exists and cannot be checked as a replay output ({detail})"
+    extra = sorted(found - set(listed))
+    if extra:
+        more = f" and {len(extra) - 1} more" if len(extra) > 1 else ""
+        return f"holds files this program did not write ({extra[0][:200]!r}{more})"
+    return None
 
 
 def write_json(path: Path, value: Mapping[str, Any]) -> None:

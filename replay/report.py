@@ -6,6 +6,11 @@ Rules of this module:
   the second counts into a brokers x time-buckets grid with numpy. Memory is the grid, never
   the rows.
 - Drawing uses matplotlib's Agg backend (no display needed) and UTC times on the x axis.
+- Any int64 timestamp is drawn. Bucket edges are computed with Python integers (exact; no
+  float rounding or int64 overflow at the ends of the range) and brokers are found by binary
+  search (a table indexed by broker id would cost memory in the id range: 16 GiB for ids 0 and
+  2^31-1). A history well inside the years 1-9999 (what matplotlib can show as dates, with a
+  margin for the axis and its ticks) gets a UTC date axis; any other gets an axis of seconds after its first timestamp, and says why.
 - Three panels sharing the time axis: all brokers together (requests as bars, bytes as a
   line), then one heat map row per broker for requests and one for bytes.
 - With ``kraft`` (broker -> (KRaft fetch bytes, ZooKeeper request bytes), summary.KRAFT_DEFINITION)
@@ -49,6 +54,20 @@ def _batches(requests_dir: Path) -> Any:
     )
 
 
+INT64_MAX = (1 << 63) - 1
+DATE_MIN_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: matplotlib's first date
+DATE_MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: its last
+
+
+def bucket_edges(lo: int, hi: int, bins: int) -> list[int]:
+    """bins + 1 edges from lo to hi + 1, in exact integers that fit an int64: a history ending at
+    INT64_MAX ends its last bucket there (the bucketing counts that value in the last bucket)."""
+    hi = min(max(hi, lo + 1000), INT64_MAX - 1)  # a history shorter than a second gets a visible width
+    lo = min(lo, hi - 1000)
+    span = hi + 1 - lo
+    return [lo + span * k // bins for k in range(bins + 1)]
+
+
 def broker_timeline(requests_dir: Path, bins: int) -> BrokerTimeline:
     """Bucket the requests of ``requests_dir`` by broker and time (``bins`` equal time buckets)."""
     import numpy as np
@@ -67,25 +86,37 @@ def broker_timeline(requests_dir: Path, bins: int) -> BrokerTimeline:
     if lo is None or hi is None:
         empty = np.zeros((0, bins), dtype=np.int64)
         return BrokerTimeline((), np.zeros(bins + 1, dtype=np.int64), empty, empty.copy())
-    hi = max(hi, lo + 1000)  # a history shorter than a second still gets a visible width
-    edges = np.linspace(lo, hi + 1, bins + 1).astype(np.int64)
-    index = {b: i for i, b in enumerate(ordered)}
-    lookup = np.zeros(max(ordered) - min(ordered) + 1, dtype=np.int64)
-    for b, i in index.items():
-        lookup[b - ordered[0]] = i
+    edges = np.array(bucket_edges(lo, hi, bins), dtype=np.int64)
+    ids = np.array(ordered, dtype=np.int64)
     requests = np.zeros(len(ordered) * bins, dtype=np.int64)
     sizes = np.zeros(len(ordered) * bins, dtype=np.int64)
     for batch in _batches(requests_dir):
         if batch.num_rows == 0:
             continue
-        ts = batch.column(0).to_numpy()
+        ts = batch.column(0).to_numpy().astype(np.int64)
         bucket = np.clip(np.searchsorted(edges, ts, side="right") - 1, 0, bins - 1)
-        row = lookup[batch.column(1).to_numpy().astype(np.int64) - ordered[0]]
+        row = np.searchsorted(ids, batch.column(1).to_numpy().astype(np.int64))
         cell = row * bins + bucket
         requests += np.bincount(cell, minlength=requests.size)
         sizes += np.bincount(cell, weights=batch.column(2).to_numpy(), minlength=sizes.size).astype(np.int64)
     shape = (len(ordered), bins)
     return BrokerTimeline(ordered, edges, requests.reshape(shape), sizes.reshape(shape))
+
+
+def _time_axis(edges_ms: Any, mdates: Any) -> tuple[Any, str | None]:
+    """x positions of the edges, and None for a date axis or the label of a seconds axis."""
+    import numpy as np
+
+    first, last = int(edges_ms[0]), int(edges_ms[-1])
+    margin = (last - first) // 10 + 86_400_000  # the axis and its ticks reach a little beyond the data
+    if DATE_MIN_MS + margin <= first and last <= DATE_MAX_MS - margin:
+        return mdates.date2num(edges_ms.astype("datetime64[ms]").astype("datetime64[us]").tolist()), None
+    seconds = np.array([(int(e) - first) / 1000 for e in edges_ms], dtype=np.float64)
+    label = (
+        f"seconds after {first:,} ms since 1970-01-01 UTC (the history lies outside the years "
+        "1-9999 that a date axis can show)"
+    )
+    return seconds, label
 
 
 _UNITS = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
@@ -122,8 +153,7 @@ def draw_report(
         fig.savefig(path, dpi=100)
         plt.close(fig)
         return
-    edges = timeline.edges_ms.astype("datetime64[ms]")
-    x = mdates.date2num(edges.astype("datetime64[us]").tolist())
+    x, seconds_label = _time_axis(timeline.edges_ms, mdates)
     total_req = timeline.requests.sum(axis=0)
     total_bytes = timeline.bytes.sum(axis=0)
     top = axes[0]
@@ -160,10 +190,14 @@ def draw_report(
         ax.set_yticks(ticks, [str(timeline.brokers[i]) for i in ticks])
         fig.colorbar(image, ax=ax, label=f"{label} per broker per bucket", pad=0.01)
     bucket_s = (int(timeline.edges_ms[1]) - int(timeline.edges_ms[0])) / 1000
-    axes[2].set_xlabel(f"time (UTC), {len(x) - 1} buckets of {bucket_s:,.1f} s")
-    locator = mdates.AutoDateLocator()
-    axes[2].xaxis.set_major_locator(locator)
-    axes[2].xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    axes[2].set_xlim(x[0], x[-1])
+    if seconds_label is None:
+        axes[2].set_xlabel(f"time (UTC), {len(x) - 1} buckets of {bucket_s:,.1f} s")
+        locator = mdates.AutoDateLocator()
+        axes[2].xaxis.set_major_locator(locator)
+        axes[2].xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    else:
+        axes[2].set_xlabel(f"{seconds_label}, {len(x) - 1} buckets of {bucket_s:,.1f} s", fontsize=9)
     fig.savefig(path, dpi=100)
     plt.close(fig)
 

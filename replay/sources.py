@@ -8,6 +8,9 @@ holds the state before offset `end` (exclusive); the history then continues with
 batches whose last offset is >= end (records before end are dropped from a straddling batch).
 Without a snapshot, a log that does not start at offset 0 is refused: its state is missing; so are
 offsets that go backwards or skip (an overlapping or missing segment) unless skip_corrupt.
+Every file is checked before it is opened (input_file): only readable regular files are read, so a
+FIFO or a device never blocks the reader and a directory named *.log is refused; an OS error names
+the path and its reason in one line; an input with no bytes to replay says that it is empty.
 This module finds and opens the input; the batches are read by the one reading loop of both
 engines (reading.LogReader: its checks, the snapshot trim and the counters).
 The KRaft leader in office at a snapshot (``snapshot_leader``) is the last LeaderChange below its
@@ -16,12 +19,16 @@ end offset in the retained .log segments, found from batch headers without decod
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from collections.abc import Iterator
 from typing import Literal
 
 import attrs
+
+from ctrlbatch.common import CommandError
 
 from .errors import ReadStats, ReplayInputError, stats_for
 from .metadata_classes import LeaderChangeMessage
@@ -43,8 +50,42 @@ _DUMP_STARTS = (
 )
 
 
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def os_reason(e: OSError) -> str:
+    """An OS error's reason as one short line ("Permission denied", "Too many levels of symbolic links")."""
+    return e.strerror or errno.errorcode.get(e.errno or 0, type(e).__name__)
+
+
+def input_file(path: str) -> int:
+    """The size of ``path`` if it is a readable regular file, else a one-line CommandError naming it.
+
+    Non-regular files are refused before any open(): opening a FIFO for reading blocks until a
+    writer comes, and a device may never end. Readability is checked with a non-blocking open."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise CommandError(f"{path}: {os_reason(e)}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _FILE_KINDS if test(st.st_mode)), "not a regular file")
+        raise CommandError(f"{path}: is {kind}, not a regular file: only regular files are read")
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as e:
+        raise CommandError(f"{path}: {os_reason(e)}") from None
+    return st.st_size
+
+
 def detect_kind(path: str) -> Kind:
     """What a file holds, from its first bytes (and, for an empty file, its name)."""
+    input_file(path)
     with open(path, "rb") as f:
         head = f.read(64)
     if len(head) > 16 and head[16] == 2 and not head.lstrip().startswith((b"{", *_DUMP_STARTS)):
@@ -150,14 +191,26 @@ class History:
         )
 
 
+def _names_in(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError as e:
+        raise CommandError(f"{directory}: {os_reason(e)}") from None
+
+
 def _segments_of(directory: str) -> list[tuple[int, str]]:
-    found = [(int(m.group(1)), n) for n in os.listdir(directory) if (m := _SEGMENT.match(n))]
-    return [(base, os.path.join(directory, n)) for base, n in sorted(found)]
+    found = [(int(m.group(1)), n) for n in _names_in(directory) if (m := _SEGMENT.match(n))]
+    segments = [(base, os.path.join(directory, n)) for base, n in sorted(found)]
+    for _base, path in segments:
+        input_file(path)
+    return segments
 
 
 def _checkpoints_of(directory: str) -> list[Snapshot]:
-    found = [n for n in os.listdir(directory) if _CHECKPOINT.match(n)]
-    return sorted((Snapshot.from_path(os.path.join(directory, n)) for n in found), key=lambda s: s.end_offset)
+    found = [os.path.join(directory, n) for n in _names_in(directory) if _CHECKPOINT.match(n)]
+    for path in found:
+        input_file(path)
+    return sorted((Snapshot.from_path(path) for path in found), key=lambda s: s.end_offset)
 
 
 def _metadata_dir(path: str) -> str:
@@ -180,18 +233,29 @@ def open_history(
     from_snapshot: None reads the log from offset 0; "newest" starts from the directory's newest
     <end>-<epoch>.checkpoint; a path starts from that snapshot file."""
     src = os.fspath(path)
-    if not os.path.exists(src):
+    if not os.path.lexists(src):
         raise ReplayInputError(src, 0, "no such file or directory", unit="line")
+    try:
+        is_dir = stat.S_ISDIR(os.stat(src).st_mode)
+    except OSError as e:  # a symlink loop, a dangling link, a directory we may not search
+        raise CommandError(f"{src}: {os_reason(e)}") from None
     snapshot = _pick_snapshot(src, from_snapshot)
-    if os.path.isdir(src):
+    if is_dir:
         directory = _metadata_dir(src)
         segments = _segments_of(directory)
         if not segments and snapshot is None:
             raise ReplayInputError(
                 directory, 0, "no .log segment in this directory (nor a snapshot to start from)"
             )
+        if snapshot is None and not any(os.path.getsize(p) for _b, p in segments):
+            raise CommandError(
+                f"{directory}: the log is empty: its {len(segments)} .log segment(s) hold 0 bytes, "
+                "no record batch to replay"
+            )
         history = History(src, "log", snapshot, _after(segments, snapshot), skip_corrupt)
     else:
+        if input_file(src) == 0:
+            raise CommandError(f"{src}: the file is empty (0 bytes): no record batch to replay")
         kind = detect_kind(src)
         if kind == "checkpoint" and snapshot is None:
             return History(src, kind, Snapshot.from_path(src), [], skip_corrupt)
@@ -217,8 +281,9 @@ def _pick_snapshot(src: str, choice: str | os.PathLike[str] | None) -> Snapshot 
         return None
     if choice != "newest":
         file = os.fspath(choice)
-        if not os.path.isfile(file):
+        if not os.path.lexists(file):
             raise ReplayInputError(file, 0, "the snapshot file does not exist")
+        input_file(file)
         return Snapshot.from_path(file)
     directory = _metadata_dir(src) if os.path.isdir(src) else os.path.dirname(src) or "."
     snaps = _checkpoints_of(directory)

@@ -8,14 +8,26 @@ Rules of this module (pyspark-notes.md Part B):
   own addresses). Values already in the environment win, so spark-submit and CI can override.
 - Under ``spark-submit`` the master comes from spark-submit (``master=None``); we never
   override a master the launcher chose.
-- Log4j is told to print errors only, with a properties file written once to the temp dir.
+- Log4j is told to print errors only, with a properties file written once per process into a
+  private directory made for the run (mkdtemp, mode 0700, removed at exit): never a fixed name in
+  the shared temp directory, where anybody could plant a symlink or a file of their own.
+  Spark's own loggers get a level of their own, so Spark does not print its "Setting default
+  log level" banner; the executor's and the task manager's error reports (a stack trace per
+  failed task) are off: the driver raises the failure and the command prints it as one line.
+- quiet=True also drops the JVM's own "WARNING: Using incubator modules" line, which log4j
+  cannot reach: the JVM's standard error goes through a pipe that forwards every other line.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import shutil
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,17 +66,62 @@ appender.stderr.layout.type = PatternLayout
 appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
+logger.spark.name = org.apache.spark
+logger.spark.level = error
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
 """
+
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)  # lines quiet=True drops from the JVM's stderr
+_log4j: Path | None = None
+_lock = threading.Lock()
 
 
 def quiet_log4j_file() -> Path:
-    """A log4j2 properties file (errors only, on stderr), written once into the temp dir."""
-    path = Path(tempfile.gettempdir()) / f"ctrlbatch-log4j2-{os.getuid()}.properties"
-    if not path.exists() or path.read_text() != _LOG4J:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(_LOG4J)
-        tmp.replace(path)
-    return path
+    """A log4j2 properties file (errors only, on stderr) in a private directory made for this
+    process (mkdtemp: 0700, a fresh random name), removed when the process exits."""
+    global _log4j
+    with _lock:
+        if _log4j is None or not _log4j.is_file():
+            directory = tempfile.mkdtemp(prefix="ctrlbatch-spark-")
+            atexit.register(shutil.rmtree, directory, True)
+            path = Path(directory) / "log4j2.properties"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(_LOG4J)
+            _log4j = path
+        return _log4j
+
+
+def _forward(source: int, target: int) -> None:
+    with os.fdopen(source, "rb", buffering=0) as pipe:
+        for line in iter(pipe.readline, b""):
+            if not line.startswith(_JVM_NOISE):
+                with contextlib.suppress(OSError):
+                    os.write(target, line)
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered(enabled: bool) -> Iterator[None]:
+    """While the JVM starts, standard error is a pipe that a daemon thread forwards to the real
+    one without the _JVM_NOISE lines; the JVM (and its Python workers) keep that pipe for life."""
+    if not enabled:
+        yield
+        return
+    read_end, write_end = os.pipe()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.dup(2)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        threading.Thread(target=_forward, args=(read_end, target), name="jvm-stderr", daemon=True).start()
 
 
 def _prepare_environment(local: bool) -> None:
@@ -85,11 +142,13 @@ def spark_session(
     *,
     app_name: str = "ctrlbatch-replay",
     conf: dict[str, str] | None = None,
+    quiet: bool = False,
 ) -> SparkSession:
     """Get (or create) the replay's SparkSession.
 
     ``master=None`` means: the launcher's master under spark-submit, else ``local[*]``.
     ``conf`` adds or overrides settings (e.g. ``spark.default.parallelism`` in tests).
+    ``quiet`` drops the JVM's start-up warning line too (module rules).
     """
     if master is not None and (not isinstance(master, str) or not master.strip()):
         raise ValueError(f"master must be a Spark master URL such as 'local[2]' or 'spark://host:7077', got {master!r}")
@@ -114,6 +173,8 @@ def spark_session(
         builder = builder.master(effective)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    starts_jvm = not submitted and SparkSession.getActiveSession() is None
+    with _jvm_stderr_filtered(quiet and starts_jvm):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

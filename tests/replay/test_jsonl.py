@@ -379,3 +379,126 @@ def test_an_overlong_line_is_named_and_never_held_whole(
     assert after and after[-1] == (5 if form == "jsonl" else max(after))
     if form == "dump":
         assert [b.base_offset for b in got] == [b.base_offset for b in read_dump(EXCERPT)]
+
+
+# ---------------------------------------------------------------- numbers and strings at their limits
+
+INT16 = (-(1 << 15), (1 << 15) - 1)
+INT32 = (-(1 << 31), (1 << 31) - 1)
+INT64 = (-(1 << 63), (1 << 63) - 1)
+OFFSET = (0, INT64[1])
+LINE_RANGES = {"offset": OFFSET, "batch": OFFSET, "epoch": INT32, "timestamp": INT64}
+NOOP = '{"offset":%d,"type":"NO_OP_RECORD","version":0,"data":{}'
+
+
+def _line_with(key: str, value: int) -> str:
+    fields = {"offset": 1, "batch": 1, "epoch": 3, "timestamp": 5, key: value}
+    return json.dumps({"type": "NO_OP_RECORD", "version": 0, "data": {}, **fields})
+
+
+@pytest.mark.parametrize("key", sorted(LINE_RANGES))
+def test_line_numbers_at_their_edges_are_read(tmp_path: Path, key: str) -> None:
+    lo, hi = LINE_RANGES[key]
+    for value in (lo, hi):
+        path = _jsonl(tmp_path, _line_with(key, value))
+        (batch,) = list(read_jsonl(path))  # "batch" only groups lines: read is all it can show
+        got = {"offset": batch.last_offset, "batch": value, "epoch": batch.epoch, "timestamp": batch.timestamp}[key]
+        assert got == value
+
+
+@pytest.mark.parametrize("key", sorted(LINE_RANGES))
+def test_line_numbers_beyond_their_range_name_line_and_field(tmp_path: Path, key: str) -> None:
+    lo, hi = LINE_RANGES[key]
+    for value in (lo - 1, hi + 1, 10**4000):
+        path = _jsonl(tmp_path, TOPIC % 0, _line_with(key, value))
+        with pytest.raises(ReplayInputError) as e:
+            list(read_jsonl(path))
+        text = str(e.value)
+        assert text.startswith(f"{path}, line 2: \"{key}\" must be ") and f"({lo}..{hi})" in text, text
+        assert "\n" not in text and len(text) < 300 + len(str(path))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(sorted(LINE_RANGES)), value=st.one_of(
+    st.integers(-(1 << 70), 1 << 70), st.sampled_from([INT32[0] - 1, INT32[1] + 1, INT64[0] - 1, INT64[1] + 1])))
+def test_a_line_number_is_accepted_exactly_in_its_range(tmp_path: Path, key: str, value: int) -> None:
+    lo, hi = LINE_RANGES[key]
+    path = _jsonl(tmp_path, _line_with(key, value))
+    if lo <= value <= hi:
+        assert len(list(read_jsonl(path))) == 1
+    else:
+        with pytest.raises(ReplayInputError, match=f'line 1: "{key}" must be'):
+            list(read_jsonl(path))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("leader", INT32[1] + 1, "data.leader: expected an int32"),
+        ("leader", INT32[0] - 1, "data.leader: expected an int32"),
+        ("partitionId", 10**4000, "data.partitionId: expected an int32 .* got an integer of about"),
+    ],
+    ids=["int32 max + 1", "int32 min - 1", "4001 digits"],
+)
+def test_record_numbers_beyond_their_schema_type_are_line_errors(tmp_path: Path, field: str, value: int, message: str) -> None:
+    data = {"partitionId": 0, "topicId": "_g4of-T3Rq-jr09kDxtjFA", "leader": 1, field: value}
+    line = json.dumps({"offset": 1, "type": "PARTITION_CHANGE_RECORD", "version": 0, "data": data})
+    path = _jsonl(tmp_path, TOPIC % 0, line)
+    with pytest.raises(ReplayInputError, match=f"line 2: PARTITION_CHANGE_RECORD: {message}") as e:
+        list(read_jsonl(path))
+    assert len(str(e.value)) < 400
+
+
+def _topic(name: str) -> str:
+    return json.dumps({"offset": 1, "type": "TOPIC_RECORD", "version": 0,
+                       "data": {"name": name, "topicId": "_g4of-T3Rq-jr09kDxtjFA"}})
+
+
+def test_a_topic_name_is_at_most_kafkas_249_characters(tmp_path: Path) -> None:
+    (batch,) = list(read_jsonl(_jsonl(tmp_path, _topic("t" * 249))))
+    assert batch.records[0].data.name == "t" * 249
+    path = _jsonl(tmp_path, _topic("t" * 250))
+    with pytest.raises(ReplayInputError, match=r"line 1: TOPIC_RECORD: data.name: a name of 250 characters .* "
+                       r"at most 249 \(Kafka's Topic.MAX_NAME_LENGTH") as e:
+        list(read_jsonl(path))
+    assert len(str(e.value)) < 400, "the message quotes only the start of the name"
+
+
+def test_a_string_longer_than_kafkas_int16_length_is_refused_with_a_short_message(tmp_path: Path) -> None:
+    big = "é" * 20_000  # 40,000 bytes of UTF-8 in 20,000 characters: the limit is in bytes
+    line = json.dumps({"offset": 1, "type": "FEATURE_LEVEL_RECORD", "version": 0,
+                       "data": {"name": big, "featureLevel": 1}}, ensure_ascii=False)
+    path = _jsonl(tmp_path, line)
+    with pytest.raises(ReplayInputError, match="data.name: a string of 40,000 bytes; Kafka allows at most 32,767") as e:
+        list(read_jsonl(path))
+    assert len(str(e.value)) < 400
+    ok = json.dumps({"offset": 1, "type": "FEATURE_LEVEL_RECORD", "version": 0,
+                     "data": {"name": "x" * 32_767, "featureLevel": 1}})
+    assert len(list(read_jsonl(_jsonl(tmp_path, ok)))) == 1
+
+
+def test_a_60_mb_topic_name_is_refused_at_its_line_within_bounded_memory(tmp_path: Path) -> None:
+    """The issue's memory bomb, scaled to 4 MB: refused on its own line with a short message, by
+    Kafka's bound on every record string, which a name that long passes first (the benchmark
+    replay_abuse_bench.py runs the 60 MB line under a memory cap)."""
+    path = _jsonl(tmp_path, TOPIC % 0, _topic("n" * (4 << 20)).replace('"offset": 1', '"offset": 2'))
+    with pytest.raises(ReplayInputError, match="line 2: TOPIC_RECORD: data.name: a string of 4,194,304 bytes; "
+                       "Kafka allows at most 32,767") as e:
+        list(read_jsonl(path))
+    assert len(str(e.value)) < 400
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("partitionLeaderEpoch", 1 << 31), ("CreateTime", -(1 << 63) - 1), ("baseOffset", 1 << 63), ("lastOffset", -1)],
+)
+def test_dump_batch_numbers_beyond_their_range_name_line_and_field(tmp_path: Path, field: str, value: int) -> None:
+    fields = {"baseOffset": 0, "lastOffset": 0, "partitionLeaderEpoch": 1, "CreateTime": 5, field: value}
+    dump = tmp_path / "d.txt"
+    dump.write_text(
+        f"baseOffset: {fields['baseOffset']} lastOffset: {fields['lastOffset']} count: 1 "
+        f"partitionLeaderEpoch: {fields['partitionLeaderEpoch']} isControl: false CreateTime: {fields['CreateTime']} "
+        "isvalid: true\n| offset: 0 payload: {\"type\":\"NO_OP_RECORD\",\"version\":0,\"data\":{}}\n"
+    )
+    with pytest.raises(ReplayInputError, match=f'line 1: "{field}" must be '):
+        list(read_dump(dump))

@@ -1,8 +1,12 @@
-"""The output directory: atomic (a failure leaves no DIR), Parquet rows, summary.json, report.png."""
+"""The output directory: atomic (a failure leaves no DIR), never someone else's data (only an
+empty directory or this program's own output is replaced), Parquet rows, summary.json, and a
+report.png for any int64 timestamp and int32 broker id."""
 
 from __future__ import annotations
 
 import json
+import os
+import warnings
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctrlbatch.common import CommandError
-from ctrlbatch.replay.output import OutputDir, ParquetRows, write_json
-from ctrlbatch.replay.report import broker_timeline, draw_report
+from ctrlbatch.replay.output import MARKER, OutputDir, ParquetRows, foreign_reason, write_json
+from ctrlbatch.replay.report import DATE_MAX_MS, DATE_MIN_MS, broker_timeline, draw_report
 
 SCHEMA = pa.schema([("timestamp", pa.int64()), ("broker", pa.int32()), ("bytes", pa.int64()), ("note", pa.string())])
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -133,3 +137,146 @@ def test_report_without_requests_is_a_png(tmp_path: Path) -> None:
     assert tl.brokers == ()
     draw_report(tl, tmp_path / "report.png", title="empty")
     assert (tmp_path / "report.png").read_bytes()[:8] == PNG_MAGIC
+
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _output(target: Path, files: dict[str, str]) -> None:
+    with OutputDir(target) as out:
+        for name, text in files.items():
+            (out.tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            (out.tmp / name).write_text(text)
+        out.commit()
+
+
+def test_a_strangers_summary_json_and_files_survive(tmp_path: Path) -> None:
+    stranger = tmp_path / "results"
+    (stranger / "sub").mkdir(parents=True)
+    (stranger / "summary.json").write_text('{"mine": true}')
+    (stranger / "sub" / "data.csv").write_text("1,2,3")
+    with pytest.raises(CommandError, match=f"not a replay output \\({MARKER} missing\\)"):
+        OutputDir(stranger)
+    assert (stranger / "summary.json").read_text() == '{"mine": true}'
+    assert (stranger / "sub" / "data.csv").read_text() == "1,2,3"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"], "no temporary directory is left"
+
+
+def test_an_output_is_replaced_but_not_once_a_file_was_added(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    _output(target, {"summary.json": "{}", "requests/part-0.parquet": "x"})
+    marker = json.loads((target / MARKER).read_text())
+    assert marker["files"] == ["requests/part-0.parquet", "summary.json"]
+    _output(target, {"summary.json": '{"run": 2}'})  # its own output: replaced whole
+    assert sorted(p.name for p in target.iterdir()) == [MARKER, "summary.json"]
+    (target / "notes.txt").write_text("added by a person")
+    with pytest.raises(CommandError, match="holds files this program did not write \\('notes.txt'\\)"):
+        OutputDir(target)
+    assert (target / "notes.txt").read_text() == "added by a person"
+
+
+def test_an_empty_directory_is_used_and_a_symlink_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    _output(tmp_path / "empty", {"summary.json": "{}"})
+    assert (tmp_path / "empty" / "summary.json").is_file()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(CommandError, match="is a symbolic link"):
+        OutputDir(tmp_path / "link")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(CommandError, match="exists and is not a directory"):
+        OutputDir(tmp_path / "file")
+    with pytest.raises(CommandError, match="cannot write the output here: .*file is not a directory"):
+        OutputDir(tmp_path / "file" / "out")
+    with pytest.raises(CommandError, match="cannot write the output here: .*missing does not exist"):
+        OutputDir(tmp_path / "missing" / "out")
+    assert not (tmp_path / "missing").exists(), "a missing parent is not created"
+
+
+def test_a_symlink_inside_a_previous_output_makes_it_foreign(tmp_path: Path) -> None:
+    target = tmp_path / "out"
+    _output(target, {"summary.json": "{}"})
+    (tmp_path / "precious").write_text("p")
+    (target / "requests").mkdir()
+    (target / "requests" / "link").symlink_to(tmp_path / "precious")
+    assert foreign_reason(target) is not None
+    with pytest.raises(CommandError):
+        OutputDir(target)
+    assert (tmp_path / "precious").read_text() == "p"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    own=st.sets(st.sampled_from(["summary.json", "report.png", "requests/a.parquet", "requests/.a.crc"]), min_size=1),
+    extra=st.sets(st.sampled_from(["thesis.tex", "requests/b.parquet", "x/y", ".hidden"]), max_size=2),
+)
+def test_replaceable_exactly_when_every_file_is_listed(
+    tmp_path_factory: pytest.TempPathFactory, own: set[str], extra: set[str]
+) -> None:
+    target = tmp_path_factory.mktemp("prop") / "out"
+    _output(target, {name: name for name in own})
+    for name in extra:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        (target / name).write_text("someone's")
+    reason = foreign_reason(target)
+    assert (reason is None) == (not extra), reason
+    if extra:
+        with pytest.raises(CommandError):
+            OutputDir(target)
+        assert all((target / name).read_text() == "someone's" for name in extra)
+    else:
+        _output(target, {"summary.json": "{}"})
+        assert sorted(os.listdir(target)) == [MARKER, "summary.json"]
+
+
+def _requests(directory: Path, rows: list[tuple[int, int, int]]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    cols: list[tuple[int, ...]] = list(zip(*rows, strict=True)) if rows else [(), (), ()]
+    pq.write_table(
+        pa.table({"timestamp": pa.array(cols[0], pa.int64()), "broker": pa.array(cols[1], pa.int32()),
+                  "bytes": pa.array(cols[2], pa.int64())}),
+        directory / "part-00000.parquet",
+    )
+    return directory
+
+
+@pytest.mark.parametrize(
+    "timestamps",
+    [
+        [INT64_MIN, INT64_MIN],
+        [INT64_MAX],
+        [INT64_MIN, INT64_MAX],
+        [-1, -5000, -86_400_000],
+        [DATE_MIN_MS, DATE_MIN_MS + 1],
+        [DATE_MIN_MS - 1, 0],
+        [DATE_MAX_MS - 2000, DATE_MAX_MS],
+        [DATE_MAX_MS, DATE_MAX_MS + 1],
+    ],
+)
+def test_report_draws_any_int64_timestamp(tmp_path: Path, timestamps: list[int]) -> None:
+    rows = [(t, [INT32_MIN, 0, INT32_MAX][i % 3], 100 + i) for i, t in enumerate(timestamps)]
+    tl = broker_timeline(_requests(tmp_path / "requests", rows), 20)
+    assert int(tl.requests.sum()) == len(rows) and int(tl.bytes.sum()) == sum(n for _, _, n in rows)
+    assert all(int(a) <= int(b) for a, b in zip(tl.edges_ms[:-1], tl.edges_ms[1:], strict=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "singular limits" or date-range warning either
+        draw_report(tl, tmp_path / "report.png", title="edges")
+    assert (tmp_path / "report.png").read_bytes()[:8] == PNG_MAGIC
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(INT64_MIN, INT64_MAX), st.integers(INT32_MIN, INT32_MAX), st.integers(0, 10**9)),
+             min_size=1, max_size=40),
+    st.integers(1, 120),
+)
+def test_timeline_counts_every_request_once_at_any_timestamp_and_broker_id(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[int, int, int]], bins: int
+) -> None:
+    tl = broker_timeline(_requests(tmp_path_factory.mktemp("edges"), rows), bins)
+    assert tl.brokers == tuple(sorted({b for _, b, _ in rows}))
+    for i, broker in enumerate(tl.brokers):
+        assert tl.requests[i].sum() == sum(1 for _, b, _ in rows if b == broker)
+    lo = min(t for t, _, _ in rows)
+    assert int(tl.edges_ms[0]) <= lo and len(tl.edges_ms) == bins + 1

@@ -1,7 +1,8 @@
-"""The replay's SparkSession: the settings that keep Spark quiet, local and in UTC, and workers that import ctrlbatch."""
+"""The replay's SparkSession: the settings that keep Spark quiet, local and in UTC, workers that import ctrlbatch, and a log4j file private to each run."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,3 +35,41 @@ def test_getorcreate_returns_the_running_session(spark: Any) -> None:
 def test_bad_master_is_named(bad: str) -> None:
     with pytest.raises(ValueError, match="master must be"):
         spark_session(bad)
+
+
+def _log4j_path_of_a_process() -> tuple[Path, str]:
+    """quiet_log4j_file() in a fresh process: the path it gave and what the file held then."""
+    import subprocess
+    import sys
+
+    code = (
+        "from ctrlbatch.replay.spark_session import quiet_log4j_file as q\n"
+        "p = q(); import os, stat\n"
+        "assert q() == p\n"
+        "print(p); print(oct(stat.S_IMODE(os.stat(p.parent).st_mode)), p.read_text().count('rootLogger.level = error'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    path, facts = out.splitlines()
+    return Path(path), facts
+
+
+def test_the_log4j_file_is_private_to_its_run_and_removed_at_exit(tmp_path: Path) -> None:
+    import os
+    import tempfile
+
+    # A file planted at the fixed name earlier versions used is neither followed nor rewritten.
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    planted = Path(tempfile.gettempdir()) / f"ctrlbatch-log4j2-{os.getuid()}.properties"
+    if not planted.exists() and not planted.is_symlink():
+        planted.symlink_to(victim)
+    try:
+        first, facts = _log4j_path_of_a_process()
+        second, _ = _log4j_path_of_a_process()
+    finally:
+        if planted.is_symlink() and planted.resolve() == victim:
+            planted.unlink()
+    assert facts == "0o700 1", "a directory only its owner can enter, holding the errors-only configuration"
+    assert first.parent != second.parent and first.parent.name.startswith("ctrlbatch-spark-")
+    assert not first.exists() and not first.parent.exists(), "removed when its process exits"
+    assert victim.read_text() == "untouched"
