@@ -84,14 +84,19 @@ class ServerLimits:
     """Frames this big or bigger are decoded and handled on a handler thread (ours, not Kafka's)."""
 
 
+LATENCY_WINDOW = 65_536  # service latencies kept for the statistics: the latest requests
+
+
 @attrs.define
 class ServerStats:
-    """Counters over the server's life: requests by api key, bytes, service latencies (s)."""
+    """Counters over the server's life: requests by api key, bytes, and the service latencies (s)
+    of the latest ``LATENCY_WINDOW`` requests (a window, so a long-lived server's memory stays
+    bounded whatever its clients send)."""
 
     requests: dict[int, int] = attrs.field(factory=dict)
     bytes_in: int = 0
     bytes_out: int = 0
-    latencies: list[float] = attrs.field(factory=list)
+    latencies: collections.deque[float] = attrs.field(factory=lambda: collections.deque(maxlen=LATENCY_WINDOW))
     connections: int = 0
     closed_by_server: int = 0
     rejected_frames: int = 0
