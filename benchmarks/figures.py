@@ -46,6 +46,8 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "channel_bench": (),
     "sim_bench": (),
     "server_attack_bench": (),
+    "registration_bench": (),
+    "replay_abuse_bench": (),
     "rows_bench": (),
     "replay_bench": (),
 }
