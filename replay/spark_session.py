@@ -16,12 +16,18 @@ Rules of this module (pyspark-notes.md Part B):
   failed task) are off: the driver raises the failure and the command prints it as one line.
 - quiet=True also drops the JVM's own "WARNING: Using incubator modules" line, which log4j
   cannot reach: the JVM's standard error goes through a pipe that forwards every other line.
+- py4j reports a failed gateway call twice: it raises Py4JNetworkError (which the command turns
+  into its one line) and logs the traceback through the root logger (``logging.exception``, so
+  Python's default handler prints it). The second copy is dropped by a filter on the root logger
+  that matches only records logged by py4j's own files (``Py4JTracebacks``); a SIGTERM that
+  breaks the gateway mid-call then ends in the command's one line, as the local engine does.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import shutil
 import sys
@@ -137,6 +143,19 @@ def _launched_by_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+class Py4JTracebacks(logging.Filter):
+    """Drops what py4j logs on the root logger (its duplicate report of an error it raises)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and "py4j" in Path(record.pathname).parts)
+
+
+def _drop_py4j_tracebacks() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, Py4JTracebacks) for f in root.filters):
+        root.addFilter(Py4JTracebacks())
+
+
 def spark_session(
     master: str | None = None,
     *,
@@ -156,6 +175,7 @@ def spark_session(
     effective = None if submitted else (master or DEFAULT_MASTER)
     local = effective is not None and effective.startswith("local")
     _prepare_environment(local)
+    _drop_py4j_tracebacks()
 
     from pyspark.sql import SparkSession
 

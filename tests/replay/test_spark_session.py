@@ -73,3 +73,25 @@ def test_the_log4j_file_is_private_to_its_run_and_removed_at_exit(tmp_path: Path
     assert first.parent != second.parent and first.parent.name.startswith("ctrlbatch-spark-")
     assert not first.exists() and not first.parent.exists(), "removed when its process exits"
     assert victim.read_text() == "untouched"
+
+
+def test_py4j_tracebacks_on_the_root_logger_are_dropped_and_nothing_else(tmp_path: Path) -> None:
+    """py4j's logging.exception copy of an error it also raises never reaches the user."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "log.py"
+    script.write_text(
+        "import logging, sys\n"
+        "from ctrlbatch.replay.spark_session import _drop_py4j_tracebacks\n"
+        "_drop_py4j_tracebacks(); _drop_py4j_tracebacks()  # idempotent\n"
+        "assert len(logging.getLogger().filters) == 1\n"
+        "fake = compile('import logging\\nlogging.exception(\"Exception while sending command.\")',\n"
+        "               '/x/site-packages/py4j/java_gateway.py', 'exec')\n"
+        "try:\n    raise ConnectionResetError(104, 'reset')\n"
+        "except OSError:\n    exec(fake, {})\n"
+        "logging.error('ours stays visible')\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["ERROR:root:ours stays visible"]
