@@ -49,3 +49,25 @@ def sample_dir() -> Path:
     # CI always has ../shared beside the checkout: a missing sample is a broken set-up, not a skip.
     assert SAMPLE.is_dir(), f"the real KRaft sample is not at {SAMPLE} (../shared beside the checkout)"
     return SAMPLE
+
+
+@pytest.fixture
+def refused_record_log(tmp_path: Path) -> tuple[Path, int]:
+    """A two-batch log whose second batch removes a topic that does not exist (the replay refuses
+    it): its __cluster_metadata-0 directory and the byte offset of the refused batch."""
+    import uuid
+
+    from ctrlbatch.replay.record_classes import encode_value, record_class
+    from ctrlbatch.replay.records import REMOVE_TOPIC_RECORD, TOPIC_RECORD
+    from ctrlbatch.replay.writer import encode_batch
+
+    def record(type_id: int, **fields: Any) -> bytes:
+        cls: Any = record_class(type_id)
+        return encode_value(type_id, 0, cls(**fields))
+
+    directory = tmp_path / "__cluster_metadata-0"
+    directory.mkdir()
+    first = encode_batch(0, 1, 5, [record(TOPIC_RECORD, name="a", topic_id=uuid.UUID(int=1))])
+    bad = encode_batch(1, 1, 6, [record(REMOVE_TOPIC_RECORD, topic_id=uuid.UUID(int=2))])
+    (directory / "00000000000000000000.log").write_bytes(first + bad)
+    return directory, len(first)

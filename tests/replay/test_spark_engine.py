@@ -183,27 +183,16 @@ def test_corrupt_batches_at_unit_boundaries_are_counted_once(spark: Any, tmp_pat
     assert (got_rows, got_summary, got_stats) == (rows, summary, stats)
 
 
-def test_a_refused_record_is_named_as_the_sequential_engine_names_it(spark: Any, tmp_path: Path) -> None:
-    import uuid
-
+def test_a_refused_record_is_named_as_the_sequential_engine_names_it(
+    spark: Any, tmp_path: Path, refused_record_log: tuple[Path, int]
+) -> None:
     from ctrlbatch.replay.image import MetadataReplayError
-    from ctrlbatch.replay.record_classes import encode_value, record_class
-    from ctrlbatch.replay.records import REMOVE_TOPIC_RECORD, TOPIC_RECORD
-    from ctrlbatch.replay.writer import encode_batch
 
-    def record(type_id: int, **fields: Any) -> bytes:
-        cls: Any = record_class(type_id)
-        return encode_value(type_id, 0, cls(**fields))
-
-    directory = tmp_path / "__cluster_metadata-0"
-    directory.mkdir()
-    first = encode_batch(0, 1, 5, [record(TOPIC_RECORD, name="a", topic_id=uuid.UUID(int=1))])
-    bad = encode_batch(1, 1, 6, [record(REMOVE_TOPIC_RECORD, topic_id=uuid.UUID(int=2))])
-    (directory / "00000000000000000000.log").write_bytes(first + bad)
+    directory, bad_at = refused_record_log
     source = HistorySource(str(directory))
     with pytest.raises(MetadataReplayError) as local:
         replay_local(source.open(), ReplayOptions()).drain()
-    assert f"00000000000000000000.log, byte offset {len(first)} (the batch of offsets 1-1): record at offset 1" in str(
+    assert f"00000000000000000000.log, byte offset {bad_at} (the batch of offsets 1-1): record at offset 1" in str(
         local.value
     )
     with pytest.raises(CommandError) as remote:

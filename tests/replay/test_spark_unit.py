@@ -5,7 +5,6 @@ each unit the reading loop's state, so units replayed one by one give the sequen
 from __future__ import annotations
 
 import pickle
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,10 @@ from ctrlbatch.replay.generator import generate_log
 from ctrlbatch.replay.image import MetadataReplayError
 from ctrlbatch.replay.local_engine import replay_local
 from ctrlbatch.replay.propagator import ReplayOptions
-from ctrlbatch.replay.record_classes import encode_value, record_class
-from ctrlbatch.replay.records import REMOVE_TOPIC_RECORD, TOPIC_RECORD
 from ctrlbatch.replay.rows import expand_rows
 from ctrlbatch.replay.spark_engine import first_seqs
 from ctrlbatch.replay.spark_plan import HistorySource, plan_units
 from ctrlbatch.replay.spark_unit import UnitChunk, first_error, run_unit
-from ctrlbatch.replay.writer import encode_batch
 
 
 def _units_run(source: HistorySource, unit_bytes: int, coalesce: int = 1) -> list[list[UnitChunk]]:
@@ -52,16 +48,8 @@ def test_units_replayed_one_by_one_give_the_sequential_rows(tmp_path: Path) -> N
     assert rows == expected
 
 
-def test_a_refused_record_crosses_as_a_value_with_its_place(tmp_path: Path) -> None:
-    def record(type_id: int, **fields: Any) -> bytes:
-        cls: Any = record_class(type_id)
-        return encode_value(type_id, 0, cls(**fields))
-
-    directory = tmp_path / "__cluster_metadata-0"
-    directory.mkdir()
-    first = encode_batch(0, 1, 5, [record(TOPIC_RECORD, name="a", topic_id=uuid.UUID(int=1))])
-    bad = encode_batch(1, 1, 6, [record(REMOVE_TOPIC_RECORD, topic_id=uuid.UUID(int=2))])
-    (directory / "00000000000000000000.log").write_bytes(first + bad)
+def test_a_refused_record_crosses_as_a_value_with_its_place(refused_record_log: tuple[Path, int]) -> None:
+    directory, _ = refused_record_log
     source = HistorySource(str(directory))
     with pytest.raises(MetadataReplayError) as local:
         replay_local(source.open(), ReplayOptions()).drain()
