@@ -1,10 +1,13 @@
 """The Spark engine's driver: the same rows as ``replay_local``, computed by Spark executors.
 
 Rules of this module:
-- The driver only arranges stages and merges small results; the log never reaches it. One
-  planning task cuts the history into units (spark_plan), Spark routes unit i to partition i,
-  each unit task replays its unit (spark_unit.run_unit) into send groups persisted on disk
-  only, then the write tasks number and write the rows (spark_unit.write_unit).
+- The driver only arranges stages and merges small results; the log never reaches it. The
+  history is cut into units in parallel where that is exact (spark_ranges: one task per byte
+  range computes its net effect, the driver composes them into each unit's starting image and
+  hands unit i to partition i), else by one planning task (spark_plan, routed to partition i by
+  partitionBy); ``SparkReplay.planned`` says which and why. Each unit task replays its unit
+  (spark_unit.run_unit) into send groups persisted on disk only, then the write tasks number
+  and write the rows (spark_unit.write_unit).
 - ``seq`` is per broker over the whole replay: the driver collects each unit's ``UnitEnd`` (its
   per-broker counts, summary and read counters) and turns the counts into per-unit starting
   points (prefix sums, in unit order), broadcast to the write tasks.
@@ -12,7 +15,9 @@ Rules of this module:
   raises the earliest one (the first in log order, as the sequential engine meets it) before
   anything is written. Nothing here parses exception text; an unexpected failure (a bug, a
   lost executor) propagates as Spark reports it.
-- Wall time of each phase (plan, replay, write) is returned; the figures of real runs live in
+- Wall time of each phase is returned: "plan" is the serial planning task's (work in one task),
+  "plan_cuts" / "plan_ranges" / "plan_combine" the parallel plan's (driver, parallel tasks,
+  driver), then "replay" and "write"; the figures of real runs live in
   benchmarks/results/replay_bench.json.
 """
 
@@ -28,6 +33,7 @@ import attrs
 from .errors import ReadStats
 from .propagator import ReplayOptions
 from .spark_plan import MAX_UNITS, HistorySource, plan_units, total_bytes, unit_bytes_for
+from .spark_ranges import plan_ranges
 from .spark_unit import UnitChunk, UnitEnd, first_error, run_unit, write_unit
 from .summary import ReplaySummary
 
@@ -46,7 +52,8 @@ class SparkReplay:
     stats: ReadStats
     rows: int
     units: int
-    seconds: dict[str, float]  # wall time of each phase: plan, replay, write
+    seconds: dict[str, float]  # wall time of each phase: plan (or plan_cuts, plan_ranges, plan_combine), replay, write
+    planned: str = "serial"  # "parallel", or "serial: why" (spark_ranges' rules)
 
     def __repr__(self) -> str:
         phases = ", ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items())
@@ -97,8 +104,16 @@ def replay_spark(
     seconds: dict[str, float] = {}
     clock = time.monotonic()
     count = min(MAX_UNITS, total_bytes(history) // unit_bytes + 1)
-    plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
-    routed = plans.partitionBy(count, lambda k: k).values()
+    plan = plan_ranges(sc, source, history, coalesce, unit_bytes, count)
+    seconds.update(plan.seconds)
+    if plan.units is not None:
+        planned = "parallel"
+        routed = sc.parallelize(plan.units, len(plan.units))  # one unit per slice: slice i is unit i
+        clock = time.monotonic()
+    else:
+        planned = f"serial: {plan.reason}"
+        plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
+        routed = plans.partitionBy(count, lambda k: k).values()
     chunks = routed.flatMap(lambda unit: run_unit(source, options, coalesce, unit)).persist(StorageLevel.DISK_ONLY)
     try:
         ends: list[UnitEnd] = chunks.flatMap(_end_of).collect()  # small: the fan-out is not expanded yet
@@ -110,8 +125,9 @@ def replay_spark(
         for end in sorted(ends, key=lambda e: e.index):
             summary.merge(end.summary)
             stats.merge(end.stats)
-        seconds["plan"] = max(e.planned_after for e in ends)  # the planning task's own clock (one task)
-        seconds["replay"] = replayed - seconds["plan"]  # the units, in parallel (and the job's start-up)
+        if plan.units is None:
+            seconds["plan"] = max(e.planned_after for e in ends)  # the planning task's own clock (one task)
+        seconds["replay"] = replayed - seconds.get("plan", 0.0)  # the units, in parallel (and the job's start-up)
         rows = 0
         if requests_dir is not None:
             directory = os.fspath(requests_dir)
@@ -124,4 +140,4 @@ def replay_spark(
         seconds["write"] = time.monotonic() - clock
     finally:
         chunks.unpersist()
-    return SparkReplay(summary, stats, rows, len(ends), seconds)
+    return SparkReplay(summary, stats, rows, len(ends), seconds, planned)

@@ -6,10 +6,13 @@ Rules of this module (pyspark-notes.md Part A §2; the design):
   before it: the image before its first delta, the last LeaderChange batch before it (so its
   delta grouping sees the same KRaft leader) and the reading loop's state at its start
   (``reading.ReadFrom``: the offset and epoch checks span units), so each unit replays alone.
-- One planning task reads the history once through the one reading loop (``History.reader``:
-  the same checks as the sequential engine), grouping deltas and folding the image with
-  ``apply_delta`` only (no requests); the cut positions come from the reader itself
-  (``LogReader.resume``). Its time is reported as the "plan" phase (``Unit.planned_after``).
+- This is the serial plan: the engine takes it only where the parallel plan (spark_ranges) is
+  not exact or fails (a text input, a snapshot start, --skip-corrupt, --coalesce > 1, a
+  ClearElrRecord, bad input: spark_ranges' rules), and it stays the reference the parallel plan
+  is tested against. One planning task reads the history once through the one reading loop
+  (``History.reader``: the same checks as the sequential engine), grouping deltas and folding
+  the image with ``apply_delta`` only (no requests); the cut positions come from the reader
+  itself (``LogReader.resume``). Its time is reported as the "plan" phase (``Unit.planned_after``).
   Its share of a run is in benchmarks/results/replay_bench.json.
 - A planning error (bad input, a refused record) is not raised in the task: it ends the plan
   with a unit carrying the error as a value (``Unit.error``), which the unit replay hands to

@@ -1,0 +1,106 @@
+"""The Spark engine's plan, serial against parallel, on one generated log (issue 13, point 3).
+
+Runs ``replay_spark`` (local[2], no rows written: the plan and the replay phases only) twice on
+the same log in one process: once with the serial plan (one task reads the whole log: what
+spark_plan did before spark_ranges) and once with the parallel plan. Prints, with the load
+average beside each figure: the plan's wall and its phases, the run's wall, the plan's share of
+the run's wall, and the serial work (the planning task, if any, plus the driver's own CPU: cuts,
+combining the net effects, pickling the units) against the CPU of the whole run (this process's
+tree). The target of issue 13: serial work at most 5% of the run's CPU.
+
+    PYSPARK_PYTHON=.venv/bin/python .venv/bin/python benchmarks/spark_plan_bench.py /tmp/plan1m
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import time
+from typing import Any
+
+
+def _tree_cpu() -> float:
+    """CPU seconds of this process and its children so far (the JVM and Python workers are
+    children of the driver; their CPU is read from /proc while they run)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    total = own.ru_utime + own.ru_stime
+    for pid in _descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _driver_cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
+
+
+def run(spark: Any, path: str, serial: bool) -> dict[str, Any]:
+    from ctrlbatch.replay import spark_ranges
+    from ctrlbatch.replay.propagator import ReplayOptions
+    from ctrlbatch.replay.spark_engine import HistorySource, replay_spark
+
+    real = spark_ranges.serial_reason
+    if serial:
+        spark_ranges.serial_reason = lambda history, coalesce: "forced by the benchmark"
+    try:
+        load = os.getloadavg()[0]
+        cpu0, driver0, start = _tree_cpu(), _driver_cpu(), time.monotonic()
+        result = replay_spark(spark, HistorySource(path), ReplayOptions())
+        wall = time.monotonic() - start
+        cpu, driver = _tree_cpu() - cpu0, _driver_cpu() - driver0
+    finally:
+        spark_ranges.serial_reason = real
+    plan = sum(v for k, v in result.seconds.items() if k.startswith("plan"))
+    serial_work = driver + result.seconds.get("plan", 0.0)
+    return {"planned": result.planned, "seconds": result.seconds, "wall": wall, "plan": plan, "cpu": cpu,
+            "serial": serial_work, "load": (load, os.getloadavg()[0]), "units": result.units}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("log", help="a generated log directory (ctrlbatch generate-log)")
+    parser.add_argument("--only", choices=["serial", "parallel"], help="run one plan only")
+    args = parser.parse_args()
+    from ctrlbatch.replay.spark_session import spark_session
+
+    spark = spark_session("local[2]", quiet=True)
+    for serial in (True, False):
+        if args.only is not None and args.only != ("serial" if serial else "parallel"):
+            continue
+        r = run(spark, args.log, serial)
+        phases = ", ".join(f"{k} {v:.1f} s" for k, v in r["seconds"].items())
+        print(f"{'serial' if serial else 'parallel'} plan ({r['planned']}; {r['units']} units), "
+              f"load {r['load'][0]:.2f} -> {r['load'][1]:.2f}:")
+        print(f"  plan {r['plan']:.1f} s of {r['wall']:.1f} s wall ({r['plan'] / r['wall']:.1%}); {phases}")
+        print(f"  serial work {r['serial']:.1f} s of {r['cpu']:.1f} s CPU ({r['serial'] / r['cpu']:.1%}; target <= 5%)")
+        sys.stdout.flush()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
