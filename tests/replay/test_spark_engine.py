@@ -44,6 +44,7 @@ def test_sample_spark_equals_local(spark: Any, sample_dir: Path, tmp_path: Path)
         spark, source, options, tmp_path / "requests", unit_bytes=20_000, with_frames=True
     )
     assert result.units > 5  # really split: units boundaries are exercised
+    assert result.planned == "parallel" and "plan" not in result.seconds  # no planning task: spark_ranges
     assert got_rows == rows
     assert got_summary == summary
     assert got_stats == stats
@@ -80,9 +81,10 @@ def test_generated_logs_spark_equals_local(
     source = HistorySource(str(base / "data"))
     options = ReplayOptions(targets=targets, correct_offline=correct_offline)
     rows, summary, stats = local_answer(source, options, coalesce)
-    got_rows, got_summary, got_stats, _ = spark_answer(
+    got_rows, got_summary, got_stats, result = spark_answer(
         spark, source, options, base / "requests", coalesce=coalesce, unit_bytes=unit_bytes
     )
+    assert result.planned == ("parallel" if coalesce == 1 else "serial: --coalesce > 1")
     assert got_rows == rows
     assert got_summary == summary
     assert got_stats == stats
@@ -96,7 +98,8 @@ def test_from_snapshot_spark_equals_local(spark: Any, tmp_path: Path) -> None:
     assert history.snapshot is not None and history.snapshot.end_offset > 0
     options = ReplayOptions()
     rows, summary, stats = local_answer(source, options)
-    got_rows, got_summary, got_stats, _ = spark_answer(spark, source, options, tmp_path / "requests", unit_bytes=2000)
+    got_rows, got_summary, got_stats, result = spark_answer(spark, source, options, tmp_path / "requests", unit_bytes=2000)
+    assert result.planned == "serial: the history starts from a snapshot"
     assert got_rows == rows
     assert {r["delta"] for r in rows if r["update_type"] == 2}, "the image path sends FULL requests"
     assert (got_summary, got_stats) == (summary, stats)
