@@ -108,7 +108,7 @@ def replay_spark(
     seconds.update(plan.seconds)
     if plan.units is not None:
         planned = "parallel"
-        routed = sc.parallelize(plan.units, len(plan.units))  # one unit per slice: slice i is unit i
+        routed = plan.routed(sc)  # one unit per slice: slice i is unit i
         clock = time.monotonic()
     else:
         planned = f"serial: {plan.reason}"
@@ -140,4 +140,5 @@ def replay_spark(
         seconds["write"] = time.monotonic() - clock
     finally:
         chunks.unpersist()
+        plan.release()
     return SparkReplay(summary, stats, rows, len(ends), seconds, planned)

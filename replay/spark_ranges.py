@@ -16,6 +16,9 @@ Rules of this module (the design: issue 13; the serial plan it stands in for: sp
   range's first batch as the sequential reader would check it, no transaction may be open at a
   cut; then each unit's starting image is the previous one with the range's net effect applied
   (``NetEffect.apply``, exact by construction; its cost is what the image holds, per unit).
+  The reports cross pickled and are loaded one at a time, and each unit's image is broadcast
+  (``pack_image`` tuples) as soon as it is composed: the driver holds one image and one net
+  effect at a time, not one per unit (at 10M records each holds most of the 50,000 partitions).
 - Anything else gives None with the reason, and the engine plans serially as before (which
   raises the exact error, with file and byte offset, where there is one): a range's reading or
   replay error or anything not composed (net_effect's rules), a failed continuity check, a
@@ -29,10 +32,11 @@ from __future__ import annotations
 
 import mmap
 import os
+import pickle
 import struct
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -43,10 +47,16 @@ from .image import EMPTY_IMAGE
 from .net_effect import NetBuilder, NetEffect, NotComposable
 from .reading import TEXT_KINDS, EpochCheck, Position, ReadFrom
 from .records import ABORT_TRANSACTION_RECORD, BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, LogBatch
-from .spark_plan import HistorySource, Unit, is_leader_change
+from .spark_plan import HistorySource, Unit, is_leader_change, pack_image, unpack_image
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
+    from pyspark import RDD, SparkContext
+
+T = TypeVar("T")
+
+
+def _itself(unit: Unit) -> Any:
+    return unit
 
 __all__ = ["RangeReport", "batch_cuts", "plan_ranges", "range_report", "serial_reason"]
 
@@ -175,10 +185,12 @@ def _mismatch(before: RangeReport, report: RangeReport, begin: Position) -> str 
     return None
 
 
-def combine(reports: list[RangeReport], begins: list[Position], planned: float) -> list[Unit] | str:
+def combine(reports: Iterable[RangeReport], begins: list[Position], planned: float,
+            ship: Callable[[Unit], T] = _itself) -> list[T] | str:
     """Each range's unit, starting from the image the earlier ranges' net effects compose to;
-    or why the ranges do not compose (module rules)."""
-    units: list[Unit] = []
+    or why the ranges do not compose (module rules). ``ship`` turns each unit into what is kept
+    (the engine: its image broadcast, so the driver holds one image at a time)."""
+    units: list[T] = []
     image, leader = EMPTY_IMAGE, None
     before: RangeReport | None = None
     for i, report in enumerate(reports):
@@ -190,8 +202,8 @@ def combine(reports: list[RangeReport], begins: list[Position], planned: float) 
             if why is not None:
                 return why
             start = ReadFrom(*begins[i], before.next_offset, before.epoch)
-        stop = None if i + 1 == len(reports) else ReadFrom(*begins[i + 1], report.next_offset, report.epoch)
-        units.append(Unit(i, start, stop, image, leader, False, planned))
+        stop = None if i + 1 == len(begins) else ReadFrom(*begins[i + 1], report.next_offset, report.epoch)
+        units.append(ship(Unit(i, start, stop, image, leader, False, planned)))
         try:
             image = report.net.apply(image)
         except NotComposable as e:
@@ -203,11 +215,27 @@ def combine(reports: list[RangeReport], begins: list[Position], planned: float) 
 
 @attrs.frozen(slots=True)
 class RangePlan:
-    """The parallel plan's units, or why the run is planned serially; and its phases' wall."""
+    """The parallel plan's units (images left out: ``images[i]`` is unit i's, broadcast as
+    ``pack_image`` tuples), or why the run is planned serially; and its phases' wall."""
 
     units: list[Unit] | None
     reason: str | None
     seconds: dict[str, float]
+    images: list[Any] = attrs.field(factory=list)
+
+    def routed(self, sc: SparkContext) -> RDD[Unit]:
+        """Unit i in partition i, its image unpacked in the task."""
+        assert self.units is not None
+        images = self.images
+        if not images:
+            return sc.parallelize(self.units, len(self.units))
+        return sc.parallelize(self.units, len(self.units)).map(
+            lambda u: attrs.evolve(u, image=unpack_image(images[u.index].value))
+        )
+
+    def release(self) -> None:
+        for image in self.images:
+            image.unpersist()
 
 
 def plan_ranges(sc: SparkContext, source: HistorySource, history: Any, coalesce: int, unit_bytes: int,
@@ -222,11 +250,20 @@ def plan_ranges(sc: SparkContext, source: HistorySource, history: Any, coalesce:
     if len(begins) == 1:
         return RangePlan([Unit(0, None, None, EMPTY_IMAGE, None, False)], None, {"plan_cuts": cut})
     bounds = [(i, begins[i], begins[i + 1] if i + 1 < len(begins) else None) for i in range(len(begins))]
-    reports = sc.parallelize(bounds, len(bounds)).map(lambda b: range_report(source, *b)).collect()
+    # pickled in the task and loaded one at a time here: the driver never holds every net effect as objects
+    blobs = sc.parallelize(bounds, len(bounds)).map(lambda b: pickle.dumps(range_report(source, *b), 5)).collect()
     ranges = time.monotonic() - clock - cut
-    reports.sort(key=lambda r: r.index)
-    units = combine(reports, begins, 0.0)
+    images: list[Any] = []
+
+    def ship(unit: Unit) -> Unit:
+        images.append(sc.broadcast(pack_image(unit.image)))
+        return attrs.evolve(unit, image=EMPTY_IMAGE)
+
+    units = combine((pickle.loads(b) for b in blobs), begins, 0.0, ship)
+    del blobs
     seconds = {"plan_cuts": cut, "plan_ranges": ranges, "plan_combine": time.monotonic() - clock - cut - ranges}
     if isinstance(units, str):
+        for image in images:
+            image.unpersist()
         return RangePlan(None, units, seconds)
-    return RangePlan(units, None, seconds)
+    return RangePlan(units, None, seconds, images)

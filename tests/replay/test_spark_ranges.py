@@ -152,5 +152,5 @@ def test_a_broken_continuity_between_ranges_is_found(tmp_path: Path) -> None:
     }
     for why, (i, change) in broken.items():
         altered = [attrs.evolve(r, **change) if r.index == i else r for r in reports]
-        got = combine(altered, begins, 0.0)
+        got: list[Unit] | str = combine(altered, begins, 0.0)
         assert isinstance(got, str) and why in got, (why, got)
