@@ -53,6 +53,7 @@ _LAST_DELTA = struct.Struct(">i")
 # offsetDelta 0, null key, value length 4, the NoOp value, no headers.
 _NOOP_HEAD = b"\x14\x00"
 _NOOP_TAIL = b"\x00\x01\x08" + NOOP_VALUE + b"\x00"
+_NOOP_RECORDS = frozenset(_NOOP_HEAD + bytes([ts]) + _NOOP_TAIL for ts in range(0x80))  # any one-byte timestampDelta
 
 
 @attrs.frozen
@@ -179,14 +180,8 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
     if count < 0:
         raise _Bad(position + 57, f"negative record count {count}")
     pos = start + HEADER
-    if (
-        count == 1
-        and end - pos == 11
-        and not attributes & ATTR_CONTROL
-        and buf[pos + 2] < 0x80
-        and buf.startswith(_NOOP_HEAD, pos)
-        and buf.endswith(_NOOP_TAIL, pos + 3, end)
-    ):  # a batch of one NoOp, as the controller writes twice a second: nothing to decode
+    if count == 1 and end - pos == 11 and not attributes & ATTR_CONTROL and buf[pos:end] in _NOOP_RECORDS:
+        # a batch of one NoOp, as the controller writes twice a second: nothing to decode
         return make_batch(base, base + last_delta, epoch, max_ts, False, (), (), 1, source, position, end - start)
     control = bool(attributes & ATTR_CONTROL)
     records: list[MetadataRecord] = []

@@ -6,12 +6,12 @@ the loader's walk of every batch."""
 
 from __future__ import annotations
 
-import pickle
 import struct
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import crc32c
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -52,7 +52,19 @@ VERSIONS = all_versions(list(RECORD_CLASSES.values()))
 
 def same(a: Any, b: Any) -> bool:
     """Equal, and equal down to every object's type and state (a UUID's is_safe included)."""
-    return bool(a == b) and pickle.dumps(a) == pickle.dumps(b)
+    return bool(a == b) and _alike(a, b)
+
+
+def _alike(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, uuid.UUID):
+        return a.int == b.int and a.is_safe is b.is_safe
+    if isinstance(a, tuple | list):
+        return len(a) == len(b) and all(_alike(x, y) for x, y in zip(a, b, strict=True))
+    if attrs.has(type(a)):
+        return all(_alike(getattr(a, f.name), getattr(b, f.name)) for f in attrs.fields(type(a)))
+    return bool(a == b)
 
 
 @pytest.mark.parametrize(("cls", "version"), VERSIONS, ids=[f"{c.__name__}-v{v}" for c, v in VERSIONS])
@@ -245,3 +257,15 @@ def test_group_deltas_fast_path_publishes_what_the_loader_publishes(batches: lis
     fast = deltas_or_error(group_deltas(batches, coalesce))
     reference = deltas_or_error(reference_deltas(batches, coalesce))
     assert same(fast, reference)
+
+
+def test_the_uuid_cache_shares_equal_ids_and_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctrlbatch.replay import record_classes
+
+    monkeypatch.setattr(record_classes, "UUID_CACHE", 4)
+    monkeypatch.setattr(record_classes, "_UUIDS", {})
+    ids = [uuid.UUID(int=i).bytes for i in range(10)]
+    made = [record_classes._uuid_of(b) for b in ids]
+    assert [u.int for u in made] == list(range(10))
+    assert len(record_classes._UUIDS) <= 4
+    assert record_classes._uuid_of(ids[-1]) is made[-1]  # a recent id: the same object
