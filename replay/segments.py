@@ -8,6 +8,20 @@ allocated, so a corrupt length never costs memory. A data record's value is a fr
 record's key is int16 version + int16 type and its value the control schema at version 0.
 NoOp values (exactly 01 14 00 00) are counted, not decoded. Problems raise ReplayInputError
 naming the file and byte offset; with skip_corrupt they are counted in ReadStats instead.
+
+Hot path (benchmarks/read_bench.py: on a generated log of 200,000 records in 102,357 batches, half
+of them NoOps, reading + group_deltas went from 18.0x to 9.7x the floor of reading and
+CRC-checking every batch, 17.3 to 9.4 us a record):
+- Segments are read in 8 MiB chunks and batches decoded in place (offsets into the chunk).
+- A batch of one NoOp (the controller's heartbeat, half of a quiet log) is recognised by one set
+  lookup of its 11 record bytes and becomes a LogBatch without a record walk.
+- A data record whose value has a one-byte frame goes straight to the fast decoder of its
+  (type, version) (record_classes.fast_decoder, installed when the first such record is decoded
+  through decode_value). If the fast decoder fails, or does not end where the value ends, the
+  record is decoded again through decode_value, which raises the error (or gives the value):
+  the fast path never decides anything the reference path would decide otherwise
+  (tests/replay/test_reading_fast.py: values and errors, random and corrupted batches).
+- Batches and records are built by trusted constructors (records.py's rules).
 """
 
 from __future__ import annotations
