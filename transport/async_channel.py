@@ -17,6 +17,8 @@ Rules (kafka-controller-channel.md §1-§5, §7):
   freed in one round wait in one ready list that a single call_soon callback pumps, with one
   loop.time() for their queue times and deadlines: a handle per sender (call_soon, Handle._run)
   was 9% of the channel thread's py-spy samples with 50 brokers, the list about 1% (issue 14).
+  A step that raises is reported to the loop's exception handler, as its own handle's would be,
+  and the other senders of the list still go.
 - Kafka's send loop, step by step: take the queue head, connect if needed (connect_timeout_ms),
   write the frame, wait for its response (request_timeout_ms); each failed try is logged, the
   connection closed, and the same request resent with a new correlation id after backoff_ms,
@@ -255,7 +257,12 @@ class AsyncControllerChannel:
         now = loop.time()
         for s in ready:
             if s.scheduled:
-                self._pump(s, now)
+                try:
+                    self._pump(s, now)
+                except Exception as e:  # reported as a handle of its own would be; the others still go
+                    loop.call_exception_handler(
+                        {"message": f"Exception in the sender of broker {s.state.broker_id}", "exception": e}
+                    )
 
     def _pump(self, s: _Sender, now: float | None = None) -> None:
         """Start the next step: take the head if nothing is current, connect, or write a try."""
