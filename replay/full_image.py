@@ -14,7 +14,9 @@ Rules of this module:
 - What invalidates an entry: another TopicImage object (apply_delta builds a new one for every
   topic a delta touches and keeps the object of every other topic: image.py), another version,
   another controller epoch (the image's KRaft epoch), another set of registered brokers (the
-  offline replicas). Any of them re-encodes that topic. Entries of topics the image no longer
+  offline replicas). The topic's bytes are then joined again; of its partition states only those
+  are re-encoded whose registration object (kept by apply_delta when untouched) or offline
+  replicas differ, or all of them for another version or controller epoch. Entries of topics the image no longer
   holds are dropped once they outnumber the image's topics, so the cache is bounded by the image,
   never by the log.
 - Why the bytes cannot differ: a topic state's bytes are a function of exactly the key's parts
@@ -98,11 +100,10 @@ def _layout(version: int) -> _Layout:
     )
 
 
-def _state(name: str, p: int, reg: PartitionRegistration, controller_epoch: int, registered: Collection[int]) -> Any:
+def _state(name: str, p: int, reg: PartitionRegistration, controller_epoch: int, offline: tuple[int, ...]) -> Any:
     """A partition's state as the batch adds it from the context (CCM:466-486 with
     MigrationControllerChannelContext: leadership from the registration, the image's KRaft epoch,
     offline = replicas not registered; never queued for deletion: the topic is in the image)."""
-    offline = tuple([r for r in reg.replicas if r not in registered])
     return _make_state(
         name, p, controller_epoch, reg.leader, reg.leader_epoch, reg.isr, reg.partition_epoch, reg.replicas, offline,
     )
@@ -110,13 +111,17 @@ def _state(name: str, p: int, reg: PartitionRegistration, controller_epoch: int,
 
 def _states(topic: TopicImage, controller_epoch: int, registered: Collection[int]) -> list[Any]:
     parts = topic.partitions
-    return [_state(topic.name, p, parts[p], controller_epoch, registered) for p in sorted(parts)]
+    return [
+        _state(topic.name, p, reg, controller_epoch, tuple([r for r in reg.replicas if r not in registered]))
+        for p, reg in sorted(parts.items())
+    ]
 
 
 @attrs.define(slots=True, eq=False)
 class _Entry:
-    """A topic's piece: its whole encoded topic state, and each partition state's bytes under the
-    registration object they were encoded from (a touched topic re-encodes only its new ones)."""
+    """A topic's piece: its whole encoded topic state, its head (name, id), and each partition
+    state's bytes with the registration object and offline replicas they were encoded from (a
+    touched topic, or a new set of registered brokers, re-encodes only the states that differ)."""
 
     topic: TopicImage
     version: int
@@ -124,7 +129,8 @@ class _Entry:
     registered: frozenset[int]
     data: bytes
     count: int
-    partitions: dict[int, tuple[PartitionRegistration, bytes]]
+    head: bytes
+    partitions: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]]
 
 
 class TopicPieces:
@@ -150,30 +156,32 @@ class TopicPieces:
     def piece(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
               registered: frozenset[int]) -> _Entry:
         entry = self._entries.get(topic_id)
-        known: dict[int, tuple[PartitionRegistration, bytes]] = {}
-        if entry is not None and entry.registered is registered and entry.controller_epoch == controller_epoch \
-                and entry.version == version:
-            if entry.topic is topic:
-                return entry
-            if entry.topic.name == topic.name:
-                known = entry.partitions
+        known: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]] = {}
         layout = _layout(version)
+        head = None
+        if entry is not None and entry.controller_epoch == controller_epoch and entry.version == version \
+                and entry.topic.name == topic.name:
+            if entry.topic is topic and entry.registered is registered:
+                return entry
+            known, head = entry.partitions, entry.head
+        if head is None:
+            head = layout.topic_head(topic.name, topic_id)
         encode = layout.encode_state
         name = topic.name
         parts = topic.partitions
-        kept: dict[int, tuple[PartitionRegistration, bytes]] = {}
-        chunks = [layout.topic_head(name, topic_id), array_count(len(parts), layout.flexible)]
+        kept: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]] = {}
+        chunks = [head, array_count(len(parts), layout.flexible)]
         for p in sorted(parts):
             reg = parts[p]
+            offline = tuple([r for r in reg.replicas if r not in registered])
             old = known.get(p)
-            if old is not None and old[0] is reg:
-                kept[p] = old
-            else:
-                kept[p] = old = (reg, encode(_state(name, p, reg, controller_epoch, registered)))
+            if old is None or old[0] is not reg or old[1] != offline:
+                old = (reg, offline, encode(_state(name, p, reg, controller_epoch, offline)))
                 self.encoded += 1
-            chunks.append(old[1])
+            kept[p] = old
+            chunks.append(old[2])
         chunks.append(layout.topic_tail)
-        entry = _Entry(topic, version, controller_epoch, registered, b"".join(chunks), len(parts), kept)
+        entry = _Entry(topic, version, controller_epoch, registered, b"".join(chunks), len(parts), head, kept)
         self._entries[topic_id] = entry
         return entry
 

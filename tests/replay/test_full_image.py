@@ -125,3 +125,9 @@ def test_pieces_follow_the_image_not_the_log(tmp_path: Path) -> None:
 
     later = attrs.evolve(image, epoch=image.epoch + 1)
     assert body(later).body.data != first.body.data and pieces.encoded == 2 * n  # the states' controller epoch
+    gone = min(image.brokers)
+    hosted = sum(gone in reg.replicas for t in image.topics.values() for reg in t.partitions.values())
+    assert hosted > 0
+    fewer = attrs.evolve(later, brokers={b: r for b, r in later.brokers.items() if b != gone})
+    body(fewer)
+    assert pieces.encoded == 2 * n + hosted  # a broker leaving re-encodes only the states naming it
