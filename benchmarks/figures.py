@@ -49,6 +49,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "registration_bench": (),
     "replay_abuse_bench": (),
     "rows_bench": (),
+    "read_bench": (),
     "replay_bench": (),
 }
 SLOW = frozenset({"replay_bench"})  # run only with --with-replay

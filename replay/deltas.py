@@ -18,11 +18,15 @@ Rules (kafka-metadata-records.md §6-7; MetadataBatchLoader.java:127-260):
   epoch and leader of the last).
 - A delta's id in the output is its ``last_offset``; ``timestamp`` and ``epoch`` are those of
   its last batch (the loader's provenance).
+- Fast path: a batch read outside a transaction that holds no transaction marker is one delta of
+  its own records (what the loader makes of it), published without the loader's per-record
+  walk; Delta is built by a trusted constructor (records.py's rules). Together about 3 us less
+  per batch on a generated log whose batches hold one record each (read_bench.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -39,11 +43,12 @@ from .records import (
 )
 from .records import (
     LEADER_CHANGE,
+    trusted_constructor,
 )
 
 __all__ = ["Delta", "group_deltas"]
 
-@attrs.frozen(slots=True, repr=False)
+@attrs.frozen(slots=True, repr=False, weakref_slot=False)
 class Delta:
     """One published metadata delta: its records (transaction markers excluded) and provenance."""
 
@@ -57,6 +62,9 @@ class Delta:
     def __repr__(self) -> str:
         return f"Delta(last_offset={self.last_offset}, {len(self.records)} records, epoch={self.epoch})"
 
+
+_make_delta: Callable[..., Delta] = trusted_constructor(Delta)
+_MARKERS = frozenset({BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION})
 
 # Transaction states of the loader.
 _NONE, _STARTED, _CONTINUED, _ENDED, _ABORTED = range(5)
@@ -72,7 +80,7 @@ class _Loader:
         self.leader_id: int | None = None
 
     def _publish(self, records: tuple[Any, ...], batch: Any) -> Delta:
-        delta = Delta(self.last_offset, batch.timestamp, batch.epoch, records, self.leader_id, max(self.batches, 1))
+        delta = _make_delta(self.last_offset, batch.timestamp, batch.epoch, records, self.leader_id, max(self.batches, 1))
         self.records = []
         self.batches = 0
         self.state = _NONE
@@ -124,12 +132,30 @@ def group_deltas(batches: Iterable[Any], coalesce: int = 1) -> Iterator[Delta]:
         raise ValueError(f"coalesce: expected an integer >= 1, got {coalesce!r}")
     loader = _Loader()
     group: list[Delta] = []
+    markers = _MARKERS
     for batch in batches:
         if batch.control:
             for c in batch.control_records:
                 if c.type == LEADER_CHANGE:
                     loader.leader_id = c.data.leader_id
             continue
+        if loader.state == _NONE:
+            for r in batch.records:
+                if r.type in markers:
+                    break
+            else:
+                # The fast path (module rules): outside a transaction the loader holds nothing
+                # (it publishes at every batch end), so this batch is one delta of its records.
+                loader.last_offset = batch.last_offset
+                delta = _make_delta(batch.last_offset, batch.timestamp, batch.epoch, batch.records, loader.leader_id, 1)
+                if coalesce == 1:
+                    yield delta
+                    continue
+                group.append(delta)
+                if len(group) == coalesce:
+                    yield _merge(group)
+                    group = []
+                continue
         for delta in loader.load(batch):
             if coalesce == 1:
                 yield delta

@@ -20,6 +20,10 @@ Rules of this module:
 - Then batches are trimmed to the history's start offset (a snapshot's end: earlier records are
   dropped, a batch ending before it is not yielded) and counted in ``stats``: its counters hold
   what was yielded; ``stats.corrupt`` everything skipped, read or not yielded.
+- Hot path: each check's usual case (the next offset, the same epoch, past the start offset) is
+  tested inline and the check itself runs only otherwise; ``resume()`` uses the size the segment
+  reader saw when it began (what it reads to) rather than a stat per call, since the Spark
+  planner asks after every delta.
 """
 
 from __future__ import annotations
@@ -183,8 +187,12 @@ class LogReader:
         segment, reader = self._segment, self._at
         position = self.begin.position if reader is None else reader.end
         expected = self.offsets.expected if self.offsets is not None else -1
-        if reader is not None and position >= os.path.getsize(reader.source) and segment + 1 < len(self.segments):
-            segment, position = segment + 1, 0
+        if reader is not None and segment + 1 < len(self.segments):
+            # The size the reader saw when it began, not a stat per call (the planner asks after
+            # every delta): it read to there.
+            size = reader.size if reader.size >= 0 else os.path.getsize(reader.source)
+            if position >= size:
+                segment, position = segment + 1, 0
         return ReadFrom(segment, position, expected, self.epochs.epoch)
 
     def _read(self) -> Iterator[LogBatch]:
@@ -207,19 +215,28 @@ class LogReader:
 
     def __iter__(self) -> Iterator[LogBatch]:
         offsets, epochs, stats, start = self.offsets, self.epochs, self.stats, self.start_offset
+        corrupt = stats.corrupt
         for batch in self._read():
+            # Each check's usual case inline (module rules), the check itself otherwise.
             if offsets is not None:
-                offsets.see(batch)
-            problem = epochs.problem(batch)
-            if problem is not None:
-                err = _located(batch, problem, epochs.text)
-                stats.skip_or_raise(err, self.skip_corrupt, span=self._span(batch))
-                continue
-            trimmed = trim_batch(batch, start)
-            if trimmed is None:
-                continue
-            count_batch(stats, trimmed)
-            yield trimmed
+                if batch.base_offset == offsets.expected:
+                    offsets.expected, offsets.corrupt = batch.last_offset + 1, len(corrupt)
+                else:
+                    offsets.see(batch)
+            e = batch.epoch
+            if e < 0 or e != epochs.epoch:
+                problem = epochs.problem(batch)
+                if problem is not None:
+                    err = _located(batch, problem, epochs.text)
+                    stats.skip_or_raise(err, self.skip_corrupt, span=self._span(batch))
+                    continue
+            if batch.base_offset < start:
+                trimmed = trim_batch(batch, start)
+                if trimmed is None:
+                    continue
+                batch = trimmed
+            count_batch(stats, batch)
+            yield batch
 
     def _span(self, batch: LogBatch) -> tuple[int, int] | None:
         """The bytes of the batch just read (binary inputs), for a skipped batch's report."""

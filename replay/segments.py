@@ -8,6 +8,20 @@ allocated, so a corrupt length never costs memory. A data record's value is a fr
 record's key is int16 version + int16 type and its value the control schema at version 0.
 NoOp values (exactly 01 14 00 00) are counted, not decoded. Problems raise ReplayInputError
 naming the file and byte offset; with skip_corrupt they are counted in ReadStats instead.
+
+Hot path (benchmarks/read_bench.py: on a generated log of 200,000 records in 102,357 batches, half
+of them NoOps, reading + group_deltas went from 18.0x to 9.7x the floor of reading and
+CRC-checking every batch, 17.3 to 9.4 us a record):
+- Segments are read in 8 MiB chunks and batches decoded in place (offsets into the chunk).
+- A batch of one NoOp (the controller's heartbeat, half of a quiet log) is recognised by one set
+  lookup of its 11 record bytes and becomes a LogBatch without a record walk.
+- A data record whose value has a one-byte frame goes straight to the fast decoder of its
+  (type, version) (record_classes.fast_decoder, installed when the first such record is decoded
+  through decode_value). If the fast decoder fails, or does not end where the value ends, the
+  record is decoded again through decode_value, which raises the error (or gives the value):
+  the fast path never decides anything the reference path would decide otherwise
+  (tests/replay/test_reading_fast.py: values and errors, random and corrupted batches).
+- Batches and records are built by trusted constructors (records.py's rules).
 """
 
 from __future__ import annotations
@@ -23,7 +37,7 @@ import crc32c
 from ctrlbatch.requests.errors import DecodeError
 
 from .errors import ReadStats, ReplayInputError, stats_for
-from .record_classes import decode_control, decode_value
+from .record_classes import FastDecoder, decode_control, decode_value, fast_decoder
 from .records import (
     CONTROL_TYPE_NAMES,
     NOOP_VALUE,
@@ -31,6 +45,9 @@ from .records import (
     ControlRecord,
     LogBatch,
     MetadataRecord,
+    make_batch,
+    make_control,
+    make_record,
 )
 
 PREFIX = 12  # baseOffset + batchLength
@@ -50,6 +67,7 @@ _LAST_DELTA = struct.Struct(">i")
 # offsetDelta 0, null key, value length 4, the NoOp value, no headers.
 _NOOP_HEAD = b"\x14\x00"
 _NOOP_TAIL = b"\x00\x01\x08" + NOOP_VALUE + b"\x00"
+_NOOP_RECORDS = frozenset(_NOOP_HEAD + bytes([ts]) + _NOOP_TAIL for ts in range(0x80))  # any one-byte timestampDelta
 
 
 @attrs.frozen
@@ -165,7 +183,8 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
     )
     if magic != MAGIC:
         raise _Bad(position + 16, f"record batch magic {magic} is not supported (only v2)")
-    actual = crc32c.crc32c(memoryview(buf)[start + 21 : end])
+    # A small batch's bytes are copied (cheaper than a memoryview and its slice), a large one's are not.
+    actual = crc32c.crc32c(buf[start + 21 : end] if end - start < 4096 else memoryview(buf)[start + 21 : end])
     if actual != crc:
         raise _Bad(position, f"CRC-32C mismatch: the batch says {crc:#010x}, its bytes give {actual:#010x}")
     compression = attributes & ATTR_COMPRESSION
@@ -174,24 +193,23 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
         raise _Bad(position + 21, f"{name}-compressed batch: KRaft metadata batches are never compressed")
     if count < 0:
         raise _Bad(position + 57, f"negative record count {count}")
+    pos = start + HEADER
+    if count == 1 and end - pos == 11 and not attributes & ATTR_CONTROL and buf[pos:end] in _NOOP_RECORDS:
+        # a batch of one NoOp, as the controller writes twice a second: nothing to decode
+        return make_batch(base, base + last_delta, epoch, max_ts, False, (), (), 1, source, position, end - start)
     control = bool(attributes & ATTR_CONTROL)
     records: list[MetadataRecord] = []
     controls: list[ControlRecord] = []
+    fast = _FAST
     noops = 0
-    pos = start + HEADER
-    if (
-        count == 1
-        and end - pos == 11
-        and not control
-        and buf[pos + 2] < 0x80
-        and (buf[pos : pos + 2] == _NOOP_HEAD and buf[pos + 3 : end] == _NOOP_TAIL)
-    ):  # a batch of one NoOp, as the controller writes twice a second: nothing to decode
-        noops, count, pos = 1, 0, end
     for _ in range(count):
         rec_at = pos
         b = buf[pos] if pos < end else 0x80
         if b < 0x80:  # one-byte length, the usual case
             length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:  # two bytes: a record of 64 to 8,191 bytes
+            v = (b & 0x7F) | (buf[pos + 1] << 7)
+            length, pos = (v >> 1) ^ -(v & 1), pos + 2
         else:
             length, pos = _zigzag(buf, pos, end, at)
         rec_end = pos + length
@@ -255,33 +273,51 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
             except DecodeError as e:
                 off = at + (e.offset if e.offset is not None else value_at)
                 raise _Bad(off, f"control record at offset {offset}: {_describe(e)}") from None
-            controls.append(ControlRecord(offset, ctype, data))
+            controls.append(make_control(offset, ctype, data))
         elif value_len == 4 and buf[value_at:value_end] == NOOP_VALUE:
             noops += 1
         else:
-            if value_len < 0:
-                raise _Bad(at + rec_at, f"record at offset {offset} has a null value")
-            try:
-                type_id, version, data = decode_value(buf, value_at, value_end)
-            except DecodeError as e:
-                off = at + (e.offset if e.offset is not None else value_at)
-                raise _Bad(off, f"record at offset {offset}: {_describe(e)}") from None
-            records.append(MetadataRecord(offset, type_id, version, data))
+            # The fast path (module rules): a one-byte frame whose (type, version) has a decoder.
+            dec = fast.get(buf[value_at + 1] << 8 | buf[value_at + 2]) if value_len >= 3 and buf[value_at] == 1 else None
+            if dec is not None:
+                try:
+                    data, stop = dec(buf, value_at + 3)
+                except Exception:
+                    stop = -1  # decode_value below says what is wrong
+                if stop == value_end:
+                    records.append(make_record(offset, buf[value_at + 1], buf[value_at + 2], data))
+                    continue
+            records.append(_generic_record(buf, value_at, value_end, value_len, offset, at, rec_at))
     if pos != end:
         raise _Bad(at + pos, f"{end - pos} bytes after the batch's {count} records")
-    return LogBatch(
-        base,
-        base + last_delta,
-        epoch,
-        max_ts,
-        control,
-        tuple(records),
-        tuple(controls),
-        noops,
-        source,
-        position,
+    return make_batch(
+        base, base + last_delta, epoch, max_ts, control, tuple(records), tuple(controls), noops, source, position,
         end - start,
     )
+
+
+def _generic_record(
+    buf: bytes, value_at: int, value_end: int, value_len: int, offset: int, at: int, rec_at: int
+) -> MetadataRecord:
+    """A data record through decode_value (the reference path): its error, or its value, and
+    the fast decoder of its (type, version) installed for the records after it."""
+    if value_len < 0:
+        raise _Bad(at + rec_at, f"record at offset {offset} has a null value")
+    try:
+        type_id, version, data = decode_value(buf, value_at, value_end)
+    except DecodeError as e:
+        off = at + (e.offset if e.offset is not None else value_at)
+        raise _Bad(off, f"record at offset {offset}: {_describe(e)}") from None
+    if type_id < 0x80 and version < 0x80 and (type_id << 8 | version) not in _FAST:
+        dec = fast_decoder(type_id, version)
+        if dec is not None:
+            _FAST[type_id << 8 | version] = dec
+    return make_record(offset, type_id, version, data)
+
+
+# (type << 8 | version) -> the fast decoder of a data record in a one-byte frame, filled as
+# records of each (type, version) are first decoded through decode_value.
+_FAST: dict[int, FastDecoder] = {}
 
 
 def _describe(e: DecodeError) -> str:
@@ -297,10 +333,13 @@ def count_batch(stats: ReadStats, batch: LogBatch) -> None:
     if batch.control:
         stats.control_batches += 1
         for c in batch.control_records:
-            stats.control_records[CONTROL_TYPE_NAMES.get(c.type, str(c.type))] += 1
-    stats.noops += batch.noops
-    for r in batch.records:
-        stats.records[RECORD_TYPE_NAMES.get(r.type, str(r.type))] += 1
+            stats.control_records[CONTROL_TYPE_NAMES.get(c.type) or str(c.type)] += 1
+    if batch.noops:
+        stats.noops += batch.noops
+    if batch.records:
+        counts, names = stats.records, RECORD_TYPE_NAMES
+        for r in batch.records:
+            counts[names.get(r.type) or str(r.type)] += 1
 
 
 def read_segment(
@@ -322,11 +361,12 @@ def read_segment(
 
 class SegmentReader:
     """read_segment as an object: ``end`` is the byte position right after the last batch
-    yielded (where a later read of the same file goes on). ``count=False`` leaves the batch
+    yielded (where a later read of the same file goes on), ``size`` the file's size when the
+    reading began (what it reads to). ``count=False`` leaves the batch
     counters alone (a caller that trims batches counts what it keeps); skipped input is always
     reported in stats.corrupt."""
 
-    __slots__ = ("count", "end", "skip_corrupt", "source", "start", "stats", "stop")
+    __slots__ = ("count", "end", "size", "skip_corrupt", "source", "start", "stats", "stop")
 
     def __init__(
         self,
@@ -345,13 +385,14 @@ class SegmentReader:
         self.stop = stop
         self.end = start
         self.count = count
+        self.size = -1  # the file's size when the reading began (-1: not begun)
 
     def __repr__(self) -> str:
         return f"SegmentReader({self.source!r}, bytes {self.start}..{self.stop}, at {self.end})"
 
     def __iter__(self) -> Iterator[LogBatch]:
         src, stats, skip_corrupt = self.source, self.stats, self.skip_corrupt
-        size = os.path.getsize(src)
+        size = self.size = os.path.getsize(src)
         end_at = size if self.stop is None else min(self.stop, size)
         with open(src, "rb") as f:
             f.seek(self.start)
@@ -371,7 +412,8 @@ class SegmentReader:
                             resumable=False,
                         )
                     length = _PREFIX.unpack_from(buf, i)[1]
-                    _check_length(length, end_at - pos, pos)
+                    if not MIN_BATCH_LENGTH <= length <= MAX_BATCH_BYTES or length > end_at - pos - PREFIX:
+                        _check_length(length, end_at - pos, pos)  # raises
                     total = length + PREFIX
                     if len(buf) - i < total:
                         buf, base, i = _refill(f, buf, i, pos, total, end_at)

@@ -125,7 +125,7 @@ class ReplaySummary:
         else:
             self.unsized_batches += 1
         for r in batch.records:
-            counts[RECORD_TYPE_NAMES.get(r.type, f"type {r.type}")] += 1
+            counts[RECORD_TYPE_NAMES.get(r.type) or f"type {r.type}"] += 1  # the name made only when unknown
             if r.type == FEATURE_LEVEL_RECORD and r.data.name == "metadata.version":
                 self.metadata_levels.add(r.data.feature_level)
             elif r.type == REGISTER_BROKER_RECORD:
