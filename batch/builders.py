@@ -316,9 +316,77 @@ class UpdateMetadataBuilder:
             live_brokers=live,
         )
 
+    def build_no_live_brokers(self, broker_epoch: int) -> UpdateMetadataRequest:
+        """The request without live brokers: the envelope their cached bytes are spliced into."""
+        v = self.version
+        topic_states: tuple[UpdateMetadataTopicState, ...] = ()
+        ungrouped: tuple[UpdateMetadataPartitionState, ...] = ()
+        if v >= 5:
+            topic_states = _topic_states(UpdateMetadataTopicState, self.partition_states, self.topic_ids)
+        else:
+            ungrouped = tuple(self.partition_states)
+        return UpdateMetadataRequest(
+            controller_id=self.controller_id,
+            is_k_raft_controller=self.kraft_controller if v >= 8 else False,
+            type=self.update_type if v >= 8 else 0,
+            controller_epoch=self.controller_epoch,
+            broker_epoch=broker_epoch,
+            ungrouped_partition_states=ungrouped,
+            topic_states=topic_states,
+        )
+
     def encode_body(self, broker_epoch: int, parts: SendParts | None = None) -> bytes:
-        """The body bytes (one body per send: nothing to share between parts)."""
-        return self.build(broker_epoch).encode(self.version)
+        """The body bytes: the envelope (everything but the live brokers, encoded by the codec)
+        with the live brokers' bytes, encoded once per live-broker tuple (live_brokers_piece),
+        in place of its empty last array. One body per send: nothing to share between parts."""
+        version = self.version
+        piece = live_brokers_piece(version, self.live_brokers)  # checks the endpoints (build() does)
+        empty, tail = _umr_ends(version, self.update_type if version >= 8 else 0)
+        env = self.build_no_live_brokers(broker_epoch).encode(version)
+        end = len(env) - len(empty) - len(tail)
+        if env[end:] != empty + tail:  # cannot happen while LiveBrokers is the last positional field
+            raise AssertionError(f"UpdateMetadata v{version}: the envelope does not end with {empty + tail!r}")
+        return b"".join((env[:end], piece, tail))
+
+
+@functools.lru_cache(maxsize=64)
+def _umr_ends(version: int, update_type: int) -> tuple[bytes, bytes]:
+    """What ends an UpdateMetadata body with no live brokers: the empty LiveBrokers array and the
+    tagged-field section after it (which holds Type in v8+ when it is not 0)."""
+    empty = array_count(0, body_layout(UpdateMetadataRequest, version).flexible)
+    states = fixed_offset(UpdateMetadataRequest.SPEC, version, "TopicStates" if version >= 5 else "UngroupedPartitionStates")
+    assert states is not None, f"UpdateMetadata v{version}: the states follow a variable-width field"
+    minimal = UpdateMetadataRequest(type=update_type).encode(version)  # no states, no live brokers
+    return empty, minimal[states + 2 * len(empty) :]
+
+
+# The live brokers' bytes of the last few live-broker tuples. The key is the tuple itself, compared
+# by identity: the batch hands every send the one tuple it keeps for an unchanged broker set
+# (request_batch._live_brokers), and the entry holds that tuple, so its id cannot be reused. The
+# bytes are a function of (version, the tuple's value) and the tuple and its frozen values never
+# change, so a hit gives exactly what encoding would. Measured on the 200k-record generated log:
+# 2,389 UpdateMetadata v8 encodes of 100 live brokers cost 2.9 s (profiled) before this cache.
+_LIVE_PIECES_KEPT = 8
+_live_pieces: list[tuple[int, tuple[UpdateMetadataBroker, ...], bytes]] = []
+
+
+def live_brokers_piece(version: int, live: tuple[UpdateMetadataBroker, ...]) -> bytes:
+    """UpdateMetadata's LiveBrokers array as encoded at `version` (length prefix included):
+    the bytes a body with these live brokers ends with, before its tagged-field count."""
+    for v, kept, piece in _live_pieces:
+        if kept is live and v == version:
+            return piece
+    builder = UpdateMetadataBuilder(version, 0, 0, [], live, {})
+    full = builder.build(-1).encode(version)  # the live brokers as build() gives them (v0: host and port)
+    empty, tail = _umr_ends(version, 0)
+    head = builder.build_no_live_brokers(-1).encode(version)
+    head = head[: len(head) - len(empty) - len(tail)]
+    if not (full.startswith(head) and full.endswith(tail)):  # LiveBrokers is the last positional field
+        raise AssertionError(f"UpdateMetadata v{version}: LiveBrokers does not end the body")
+    piece = full[len(head) : len(full) - len(tail)]
+    _live_pieces.insert(0, (version, live, piece))
+    del _live_pieces[_LIVE_PIECES_KEPT:]
+    return piece
 
 
 def _default_listener(protocol_id: int) -> str | None:
