@@ -143,10 +143,7 @@ class EngineRun:
                 summary.count_dropped(send.request.api_key)
         delivered = 0
         for group in send_groups(delta, sends):
-            row = {"api_key": group.api_key, "partitions": group.partitions, "bytes": group.size, "broker": 0}
-            for broker in group.brokers:
-                row["broker"] = broker
-                summary.count_row(row)
+            summary.count_group(group.api_key, group.partitions, group.size, group.brokers)
             delivered += len(group.brokers)
             self.delivered.update(group.brokers)
             yield group

@@ -23,7 +23,7 @@ Rules:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -105,6 +105,25 @@ class ReplaySummary:
             counters["requests"] += 1
             counters["partitions"] += row["partitions"]
             counters["bytes"] += row["bytes"]
+
+    def count_group(self, api_key: int, partitions: int, size: int, brokers: Sequence[int]) -> None:
+        """The delivered requests of one send group (rows.SendGroup): one request of ``partitions``
+        states and ``size`` bytes to each of ``brokers``; the same counts as count_row per row."""
+        n = len(brokers)
+        if not n:
+            return
+        c = self.by_api.setdefault(_api_name(api_key), Counter())
+        c["requests"] += n
+        c["partitions"] += partitions * n
+        c["bytes"] += size * n
+        by_broker = self.by_broker
+        for b in brokers:
+            c = by_broker.get(b)
+            if c is None:
+                c = by_broker[b] = Counter()
+            c["requests"] += 1
+            c["partitions"] += partitions
+            c["bytes"] += size
 
     def count_dropped(self, api_key: int, n: int = 1) -> None:
         self.dropped[_api_name(api_key)] += n
