@@ -84,6 +84,7 @@ class _LeaderAndIsrLayout:
     empty_array: bytes
     encode_state: Callable[[LeaderAndIsrPartitionState], bytes]
     encode_topic: Callable[[LeaderAndIsrTopicState], bytes]
+    encode_leader: Callable[[LeaderAndIsrLiveLeader], bytes]
     topic_tail: bytes
     """What ends a topic state after its partition states: its tagged-field count when flexible."""
     counts: tuple[bytes, ...]
@@ -101,6 +102,7 @@ def _lair_layout(version: int) -> _LeaderAndIsrLayout:
     return _LeaderAndIsrLayout(
         body, field, offset, array_count(0, body.flexible),
         struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version), encode_topic,
+        struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrLiveLeader", version),
         no_tagged_fields(body.flexible),
         tuple(array_count(n, body.flexible) for n in range(_COUNTS)),
     )
@@ -155,11 +157,24 @@ class SendParts:
     the send ends, so an id names one state meanwhile (a value key would hash all 13 fields).
     topic_heads: each topic's header bytes under its name (the send's topic ids are a snapshot)."""
 
-    __slots__ = ("state_bytes", "topic_heads")
+    __slots__ = ("state_bytes", "topic_heads", "leader_bytes")
 
     def __init__(self) -> None:
         self.state_bytes: dict[int, bytes] = {}
         self.topic_heads: dict[str, bytes] = {}
+        self.leader_bytes: dict[int, bytes] = {}
+        """Each live leader's bytes under id(leader), like state_bytes (the builders hold them)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _lair_head(version: int, controller_id: int, kraft: bool, controller_epoch: int, update_type: int) -> bytes:
+    """A LeaderAndIsr body's bytes before its states array (fixed-width fields), broker epoch -1:
+    the same for every body of a send but for the 8 epoch bytes, which encode_body puts in."""
+    empty = LeaderAndIsrRequest(
+        controller_id=controller_id, is_k_raft_controller=kraft if version >= 7 else False,
+        controller_epoch=controller_epoch, type=update_type if version >= 5 else 0,
+    ).encode(version)
+    return empty[: _lair_layout(version).states_offset]
 
 
 @functools.lru_cache(maxsize=_TOPIC_HEADS)
@@ -210,9 +225,12 @@ class LeaderAndIsrBuilder:
         parts = SendParts() if parts is None else parts
         state_bytes = parts.state_bytes
         flexible = layout.body.flexible
-        env = self.build_no_states(broker_epoch).encode(version)
-        off = layout.states_offset
-        out: list[bytes] = [env[:off]]
+        # The envelope from cached pieces: the fixed-width head (epoch put in), then the states,
+        # then LiveLeaders (the last field: each leader encoded once per send) and the tagged
+        # fields' count (LeaderAndIsr has no tagged field at the top).
+        fixed = _lair_head(version, self.controller_id, self.kraft_controller, self.controller_epoch, self.update_type)
+        epoch_at = layout.body.epoch_offset
+        out = [fixed] if epoch_at is None else [fixed[:epoch_at], _EPOCH.pack(broker_epoch), fixed[epoch_at + 8 :]]
         ap = out.append
         known = state_bytes.get
         enc_state = layout.encode_state
@@ -244,7 +262,16 @@ class LeaderAndIsrBuilder:
                 if b is None:
                     b = state_bytes[id(s)] = enc_state(s)
                 ap(b)
-        ap(env[off + len(layout.empty_array) :])
+        leaders = self.live_leaders
+        ap(layout.counts[len(leaders)] if len(leaders) < _COUNTS else array_count(len(leaders), flexible))
+        leader_bytes = parts.leader_bytes
+        enc_leader = layout.encode_leader
+        for node in leaders:
+            leader = leader_bytes.get(id(node))
+            if leader is None:
+                leader = leader_bytes[id(node)] = enc_leader(node)
+            ap(leader)
+        ap(layout.topic_tail)  # the body's tagged-field count: no_tagged_fields, as a topic's
         return b"".join(out)
 
     def build_no_states(self, broker_epoch: int) -> LeaderAndIsrRequest:

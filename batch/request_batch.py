@@ -285,6 +285,11 @@ class ControllerBrokerRequestBatch:
     def _hints_of(ctx: object) -> UpdateMetadataHints:
         """The context's own hints, or hints derived from its channel members (checked here,
         once per context, not per call)."""
+        cls: Any = type(ctx)
+        offers_hints = _class_offers_hints(cls)
+        if offers_hints is not None:  # the class itself has every member: no instance can lack one
+            checked: Any = ctx
+            return checked if offers_hints else ChannelContextHints(checked)
         if not isinstance(ctx, ControllerChannelContext):
             missing = [m for m in vars(ControllerChannelContext) if not m.startswith("_") and not hasattr(ctx, m)]
             raise TypeError(
@@ -759,6 +764,21 @@ def _deleted_in(states: dict[TopicPartition, StopReplicaPartitionState], tp: Top
 def _every_partition(_tp: TopicPartition) -> bool:
     """Below v3, the delete request: every partition it carries was deleted."""
     return True
+
+
+_CHANNEL_MEMBERS = tuple(m for m in vars(ControllerChannelContext) if not m.startswith("_"))
+_HINT_MEMBERS = tuple(m for m in vars(UpdateMetadataHints) if not m.startswith("_"))
+
+
+@functools.lru_cache(maxsize=64)
+def _class_offers_hints(cls: Any) -> bool | None:
+    """For a class that itself defines every ControllerChannelContext member: whether it also
+    defines every UpdateMetadataHints member; None for any other class (its instances are checked
+    one by one). The protocols' isinstance checks cost ~20 us each; a replay makes a context per
+    delta (4% of a small delta's time, measured), all of one class."""
+    if not all(hasattr(cls, m) for m in _CHANNEL_MEMBERS):
+        return None
+    return all(hasattr(cls, m) for m in _HINT_MEMBERS)
 
 
 class _NoContext:

@@ -118,12 +118,12 @@ class ReplaySummary:
         c["bytes"] += size * n
         by_broker = self.by_broker
         for b in brokers:
-            c = by_broker.get(b)
-            if c is None:
-                c = by_broker[b] = Counter()
-            c["requests"] += 1
-            c["partitions"] += partitions
-            c["bytes"] += size
+            counts = by_broker.get(b)
+            if counts is None:
+                counts = by_broker[b] = Counter()
+            counts["requests"] += 1
+            counts["partitions"] += partitions
+            counts["bytes"] += size
 
     def count_dropped(self, api_key: int, n: int = 1) -> None:
         self.dropped[_api_name(api_key)] += n

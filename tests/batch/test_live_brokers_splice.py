@@ -12,9 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctrlbatch.batch import builders, request_batch
-from ctrlbatch.batch.builders import UpdateMetadataBuilder, live_brokers_piece
+from ctrlbatch.batch.builders import LeaderAndIsrBuilder, SendParts, UpdateMetadataBuilder, live_brokers_piece
 from ctrlbatch.context import Broker, EndPoint, SecurityProtocol
-from ctrlbatch.requests import UnsupportedVersionError, UpdateMetadataPartitionState
+from ctrlbatch.requests import (
+    LeaderAndIsrLiveLeader,
+    LeaderAndIsrPartitionState,
+    UnsupportedVersionError,
+    UpdateMetadataBroker,
+    UpdateMetadataPartitionState,
+)
 from ctrlbatch.testing.contexts import brokers
 
 _names = st.sampled_from(["a", "b", "topic-x", "é"])
@@ -37,7 +43,7 @@ def _states(draw: st.DrawFn) -> list[UpdateMetadataPartitionState]:
 
 
 @st.composite
-def _live(draw: st.DrawFn, version: int) -> tuple:
+def _live(draw: st.DrawFn, version: int) -> tuple[UpdateMetadataBroker, ...]:
     ids = draw(st.lists(st.integers(0, 1000), unique=True, max_size=5))
     return request_batch._live_brokers(tuple(draw(brokers(i)) for i in ids), version)
 
@@ -85,3 +91,43 @@ def test_caches_stay_bounded() -> None:
         assert live_brokers_piece(8, live) == UpdateMetadataBuilder(8, 0, 0, [], live, {}).build(-1).encode(8)[-len(live_brokers_piece(8, live)) - 1 : -1]
     assert len(request_batch._live_brokers_kept) <= request_batch._LIVE_BROKERS_KEPT
     assert len(builders._live_pieces) <= builders._LIVE_PIECES_KEPT
+
+
+_leaders = st.lists(
+    st.builds(LeaderAndIsrLiveLeader, broker_id=st.integers(0, 99), host_name=_names, port=st.integers(0, 65535)),
+    max_size=4,
+).map(tuple)
+
+
+@st.composite
+def _lair_states(draw: st.DrawFn, version: int) -> list[LeaderAndIsrPartitionState]:
+    return [
+        LeaderAndIsrPartitionState(
+            topic_name=draw(_names), partition_index=draw(st.integers(0, 9)), controller_epoch=draw(_ints),
+            leader=draw(st.integers(-1, 20)), leader_epoch=draw(_ints), isr=draw(_ids), partition_epoch=draw(_ints),
+            replicas=draw(_ids), adding_replicas=draw(_ids), removing_replicas=draw(_ids), is_new=draw(st.booleans()),
+            leader_recovery_state=draw(st.integers(0, 1)) if version >= 6 else 0,  # the batch's gate
+        )
+        for _ in range(draw(st.integers(0, 6)))
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), version=st.integers(0, 7), epochs=st.lists(st.integers(-1, 2**63 - 1), min_size=1, max_size=3),
+       update_type=st.integers(0, 2), kraft=st.booleans(), controller=_ints, controller_epoch=_ints)
+def test_leader_and_isr_envelope_from_pieces_equals_the_built_one(
+    data: st.DataObject, version: int, epochs: list[int], update_type: int, kraft: bool, controller: int,
+    controller_epoch: int,
+) -> None:
+    """LeaderAndIsr bodies assembled from the cached head, the states and each live leader's
+    bytes (shared by a send's builders through SendParts) equal the built request's encoding."""
+    parts = SendParts()
+    kept = []  # SendParts keys pieces by id: as the batch does, every builder lives until the send ends
+    topic_ids = {t: uuid.UUID(int=data.draw(st.integers(0, 2**128 - 1))) for t in data.draw(st.sets(_names))}
+    for epoch in epochs:  # several bodies of one send share the parts
+        builder = LeaderAndIsrBuilder(
+            version, controller, controller_epoch, data.draw(_lair_states(version)), topic_ids, data.draw(_leaders), kraft,
+            update_type,
+        )
+        kept.append(builder)
+        assert builder.encode_body(epoch, parts) == builder.build(epoch).encode(version)
