@@ -13,6 +13,11 @@ Rules (kafka-controller-batch-semantics.md, cited CCM:line):
 Beyond Kafka: order is fixed (first-add order for partitions and topics, context order for
 brokers; a set argument is taken sorted), and request bodies are encoded once and shared by
 every broker that receives the same content: only the 8 broker-epoch bytes differ.
+Cached across batches (bounded, process-level, pure functions of immutable values): the
+UpdateMetadata live-broker tuple per (Broker values, version) (`_live_brokers`, so a replay's
+new batch per delta does not rebuild 100 brokers, and builders.live_brokers_piece finds their
+bytes by identity), and per context class whether it offers the protocols' members
+(`_class_offers_hints`). An unchanged key gives an equal value, so the bytes cannot differ.
 The context is any ControllerChannelContext; a context that also offers UpdateMetadataHints
 (ControllerContext does) is read through them. Which one is decided once, at new_batch().
 Public inputs are checked once, at the edge, with TypeError/ValueError naming the parameter,

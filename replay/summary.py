@@ -5,6 +5,8 @@ Rules:
   the delivered rows; dropped requests per API; deltas with and without a delivered request;
   records read by type name (metadata records, NO_OP_RECORD from the batches' NoOp counts, and
   control records by their control type name), snapshot batches included.
+- The engines count a send group at once (``count_group``: n brokers, one request each),
+  equal to ``count_row`` per row (a property test), without a dict per row.
 - Counting is additive: ``merge`` adds another summary (one per Spark task, say), so both
   engines get the same totals whatever the split. ``to_dict`` is JSON-able with sorted keys
   (broker ids as strings); ``from_dict`` reads it back.

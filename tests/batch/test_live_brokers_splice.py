@@ -66,7 +66,7 @@ def test_spliced_body_equals_the_built_one(
         return
     assert builder.encode_body(epoch) == expected
     assert builder.encode_body(epoch) == expected  # a second time, from the cached piece
-    # An equal tuple that is another object is encoded again, to the same bytes.
+    # An equal tuple that is another object (found by value) gives the same bytes.
     assert attrs.evolve(builder, live_brokers=tuple(list(live))).encode_body(epoch) == expected
 
 
