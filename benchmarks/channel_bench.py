@@ -24,13 +24,19 @@ high: rerun then.
 What limits the channel under load (issue 14; printed as this process's CPU per round trip): it is
 one Python thread doing, per request, the work the baseline does not (queue and state machine,
 correlation-id check, decoding the response with its api key and version, the callback) beside
-the same socket calls: about 63 us of CPU per round trip against the baseline's 34 us at a load
-average of 9 on 2 cores. The responder and other work then compete for the cores: each write wakes
-the responder, which may preempt the writer. Two things mattered under that load, both measured
-with strace and this script: a fresh 256 KiB bytes object per recv (an mmap, mremap and munmap
-each, about 50 us of system time per round trip; now one read buffer per connection), and
-writing each freed request at once between the reads of one loop round (now written in the next
-round, as the baseline's coroutines do): 0.45x -> 0.65x with 50 brokers.
+the same socket calls. Its CPU per round trip sets the ratio on a quiet machine (55 us against
+the baseline's 28 us gave 0.50x); under load the responder and other work compete for the 2
+cores, each write wakes the responder, which may preempt the writer, and both sides wait. What
+mattered, measured with strace, py-spy and this script: a fresh 256 KiB bytes object per recv (an
+mmap, mremap and munmap each, about 50 us of system time per round trip; now one read buffer per
+connection); writing each freed request at once between the reads of one loop round (now in the
+next round, as the baseline's coroutines do: 0.45x -> 0.65x at load 9); decoding the response
+through the generic entry points (a view, a copy and two lookups per frame, 8.2 us of the round
+trip; now one cached decoder per api key and version, 3.8 us); a call_soon handle per freed sender
+(now one ready list per round). Together: 42 us against the baseline's 30 us, 0.76x at load 6.
+What is left, by py-spy of the channel thread at load 2-3: the socket calls (sendmsg, recv_into,
+epoll) about half, decoding 8%, building the frame (encode_parts) 7%, the queue, state machine,
+callback and loop the rest.
 
 Usage: python benchmarks/channel_bench.py [--seconds S] [--repeat R] [--brokers N] [--json PATH]
 """

@@ -35,6 +35,12 @@ so it is fed in canonical order: UpdateMetadata brokers ascending and partitions
 partition); each broker's first LeaderAndIsr / StopReplica add in ascending broker order, then
 partitions by (topic, partition). The content equals what Kafka's call sequence accumulates
 (the same states, sets and last-write-wins results), only ordered.
+Full image: an UpdateMetadata-only plan with every partition (batch A of a delta with a changed
+target broker, and of an image) is not fed to the batch partition by partition at v5+: its body
+is assembled from full_image.TopicPieces, the encoded topic states kept across deltas (a memo,
+one per process, bounded by the image: see full_image's rules), with the batch's own envelope,
+destinations and order; tests/replay/test_full_image.py checks every such body against the
+batch-built one.
 Public: ReplayOptions, Send, propagate_delta, propagate_image (and TARGETS). The partial-image
 helpers at the end (_touched_topics, _needs_full_image, _partial_image) state a contract the
 tests check; no engine uses them yet.
@@ -44,12 +50,13 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
 import attrs
 
 from ctrlbatch.batch import ControllerBrokerRequestBatch, OutboundRequest, UpdateType
+from ctrlbatch.batch.versions import update_metadata_version
 from ctrlbatch.context import (
     IllegalStateError,
     LeaderAndIsr,
@@ -60,6 +67,7 @@ from ctrlbatch.context import (
 
 from .channel_context import MigrationControllerChannelContext
 from .deltas import Delta
+from .full_image import FIRST_VERSION, TopicPieces, full_image_body
 from .image import (
     BROKER_TYPES,
     BrokerRegistration,
@@ -157,6 +165,9 @@ class _Plan:
 
     update_type: UpdateType
     umr_brokers: set[int] = attrs.field(factory=set)
+    # every partition of the image, from the context (batch A, the image path): sent from
+    # full_image's pieces (v5+), or added to the batch like ``umr``'s None entries
+    everything: bool = False
     # tp -> None (state from the context) or an explicit state's keyword arguments
     umr: dict[TopicPartition, dict[str, Any] | None] = attrs.field(factory=dict)
     lisr: dict[TopicPartition, _Lisr] = attrs.field(factory=dict)
@@ -186,12 +197,14 @@ def _item_key(item: tuple[TopicPartition, Any]) -> tuple[str, int]:
     return _tp_key(item[0])
 
 
-def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int) -> None:
+def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int, image: MetadataImage) -> None:
     """Feed the plan to the batch in canonical order, then send."""
     batch.new_batch()
     batch.set_update_type(plan.update_type)
     if plan.umr_brokers:
         batch.add_update_metadata_request_for_brokers(sorted(plan.umr_brokers))
+    if plan.everything:
+        plan.umr.update((tp, None) for tp, _ in _all_partitions(image))
     from_context: list[TopicPartition] = []
     for tp in sorted(plan.umr, key=_tp_key):
         explicit = plan.umr[tp]
@@ -238,6 +251,20 @@ def _all_partitions(image: MetadataImage) -> list[tuple[TopicPartition, Partitio
     return out
 
 
+def _hosted_by(image: MetadataImage, brokers: set[int]) -> Iterator[tuple[TopicPartition, PartitionRegistration]]:
+    """The partitions (in _all_partitions' order) with a replica on one of brokers: only those
+    get a TopicPartition (a full image has 50,000; a changed broker hosts a few thousand)."""
+    names = image.topic_ids_by_name
+    for name in sorted(names):
+        topic = image.topics.get(names[name])
+        if topic is not None:
+            parts = topic.partitions
+            for p in sorted(parts):
+                reg = parts[p]
+                if not brokers.isdisjoint(reg.replicas):
+                    yield TopicPartition(name, p), reg
+
+
 def _delta_plans(
     image: MetadataImage, changes: DeltaChanges, options: ReplayOptions, ctx: MigrationControllerChannelContext,
     header_epoch: int,
@@ -252,18 +279,16 @@ def _delta_plans(
     brokers_changed = bool(changes.changed_brokers)
 
     a = _Plan(UpdateType.UNKNOWN)
-    everything = _all_partitions(image) if changed_zk else []
     if changed_zk:
         a.umr_brokers |= changed_zk
-        a.umr.update((tp, None) for tp, _ in everything)
+        a.everything = True
     if brokers_changed:
         a.umr_brokers |= old_zk
 
     b = _Plan(UpdateType.INCREMENTAL)
-    for tp, reg in everything:  # MP:145-162
-        hosts = changed_zk.intersection(reg.replicas)
-        if hosts:
-            b.add_lisr(tp, hosts, ctx.partition_leadership_info(tp), reg)
+    if changed_zk:
+        for tp, reg in _hosted_by(image, changed_zk):  # MP:145-162
+            b.add_lisr(tp, changed_zk.intersection(reg.replicas), ctx.partition_leadership_info(tp), reg)
     if changes.deleted_topics or changes.changed_topics:
         b.umr_brokers |= old_zk
     registered = image.brokers
@@ -301,12 +326,10 @@ def _delta_plans(
 def _image_plans(image: MetadataImage, options: ReplayOptions, ctx: MigrationControllerChannelContext) -> tuple[_Plan, _Plan]:
     """sendRPCsToBrokersFromMetadataImage (MP:218-247) as two plans."""
     is_target = _TARGET_FILTERS[options.targets]
-    everything = _all_partitions(image)
-    a = _Plan(UpdateType.UNKNOWN)
+    a = _Plan(UpdateType.UNKNOWN, everything=True)
     a.umr_brokers = {b for b, reg in image.brokers.items() if is_target(reg)}
-    a.umr.update((tp, None) for tp, _ in everything)
     b = _Plan(UpdateType.FULL)
-    for tp, reg in everything:
+    for tp, reg in _all_partitions(image):
         info = ctx.partition_leadership_info(tp)
         if info is not None:
             b.add_lisr(tp, reg.replicas, info, reg)
@@ -317,24 +340,56 @@ def _image_plans(image: MetadataImage, options: ReplayOptions, ctx: MigrationCon
 
 def _send(
     image: MetadataImage, plans: tuple[_Plan, _Plan], ctx: MigrationControllerChannelContext, options: ReplayOptions,
-    controller_id: int, header_epoch: int, where: str,
+    controller_id: int, header_epoch: int, where: str, pieces: TopicPieces | None,
 ) -> list[Send]:
+    """Run the plans; an UpdateMetadata-only plan with every partition is built from ``pieces``
+    (full_image.py) at v5+, or through the batch like the others without them."""
     if all(p.empty() for p in plans):
         return []
     is_target = _TARGET_FILTERS[options.targets]
     channel = frozenset(b for b, reg in image.brokers.items() if is_target(reg) and not reg.fenced)
     transport = _Collector(channel)
+    mv = options.ibp or image.metadata_version
     batch = ControllerBrokerRequestBatch(
-        controller_id, ctx, options.ibp or image.metadata_version, transport,
+        controller_id, ctx, mv, transport,
         kraft_controller=True, inter_broker_listener_name=options.inter_broker_listener,
     )
     try:
         for plan in plans:
-            if not plan.empty():
-                _run(batch, plan, header_epoch)
+            if plan.empty():
+                continue
+            if plan.everything and not (plan.umr or plan.lisr or plan.stop):
+                version = update_metadata_version(mv)
+                if version >= FIRST_VERSION and pieces is not None:
+                    _send_full_image(transport, image, plan, ctx, version, controller_id, header_epoch, pieces)
+                    continue
+            _run(batch, plan, header_epoch, image)
     except IllegalStateError as e:
         raise MetadataReplayError(None, f"{where}: the batch failed: {e}") from e
     return transport.sends
+
+
+def _send_full_image(
+    transport: _Collector, image: MetadataImage, plan: _Plan, ctx: MigrationControllerChannelContext, version: int,
+    controller_id: int, header_epoch: int, pieces: TopicPieces,
+) -> None:
+    """What the batch sends for an UpdateMetadata-only plan with every partition (CCM:572-620: to
+    each of its brokers that is live, in add order, one shared body), the body from the pieces."""
+    live = ctx.live_or_shutting_down_broker_ids
+    destinations = [b for b in sorted(plan.umr_brokers) if b in live]
+    if not destinations:
+        return
+    epochs = ctx.live_broker_id_and_epochs
+    full = full_image_body(
+        pieces, image, version=version, controller_id=controller_id, header_epoch=header_epoch,
+        update_type=plan.update_type, first_broker_epoch=epochs[destinations[0]],
+        live=list(ctx.live_or_shutting_down_brokers),
+    )
+    for broker in destinations:
+        transport.send(broker, OutboundRequest(full.builder, epochs[broker], full.body), None)
+
+
+_PIECES = TopicPieces()  # a memo (full_image's rules): bounded by the image, same bytes without it
 
 
 def _controller(leader_id: int | None, options: ReplayOptions) -> int:
@@ -343,13 +398,14 @@ def _controller(leader_id: int | None, options: ReplayOptions) -> int:
 
 def _propagate_changes(
     image: MetadataImage, changes: DeltaChanges, options: ReplayOptions, *, controller_id: int, header_epoch: int,
+    pieces: TopicPieces | None = _PIECES,
 ) -> list[Send]:
     """The sends for a delta already applied: ``image`` is the image after it."""
     if not changes.touched:
         return []
     ctx = MigrationControllerChannelContext(image)
     plans = _delta_plans(image, changes, options, ctx, header_epoch)
-    return _send(image, plans, ctx, options, controller_id, header_epoch, f"delta at offset {image.offset}")
+    return _send(image, plans, ctx, options, controller_id, header_epoch, f"delta at offset {image.offset}", pieces)
 
 
 def propagate_delta(prev: MetadataImage, delta: Delta, options: ReplayOptions) -> tuple[MetadataImage, list[Send]]:
@@ -382,10 +438,17 @@ def propagate_image(
     image = attrs.evolve(
         image, offset=image.offset if offset is None else offset, epoch=image.epoch if epoch is None else epoch
     )
+    return _image_sends(image, options, leader_id)
+
+
+def _image_sends(
+    image: MetadataImage, options: ReplayOptions, leader_id: int | None, pieces: TopicPieces | None = _PIECES,
+) -> list[Send]:
     header_epoch = image.epoch if options.zk_controller_epoch is None else options.zk_controller_epoch
     ctx = MigrationControllerChannelContext(image)
     plans = _image_plans(image, options, ctx)
-    return _send(image, plans, ctx, options, _controller(leader_id, options), header_epoch, f"image at offset {image.offset}")
+    where = f"image at offset {image.offset}"
+    return _send(image, plans, ctx, options, _controller(leader_id, options), header_epoch, where, pieces)
 
 
 # ----------------------------------------------------------------------------- partial images

@@ -13,7 +13,12 @@ Rules (kafka-controller-channel.md §1-§5, §7):
   asyncio client of benchmarks/channel_bench.py does: with 50 brokers on a loaded machine this
   took the channel from 0.45x to 0.61x that client's round trips (load average 9). A frame that
   arrives while that next try waits is read after writing it, as without the deferral: a second
-  answer to one request fails the next try (a correlation id mismatch), as in Kafka.
+  answer to one request fails the next try (a correlation id mismatch), as in Kafka. The senders
+  freed in one round wait in one ready list that a single call_soon callback pumps, with one
+  loop.time() for their queue times and deadlines: a handle per sender (call_soon, Handle._run)
+  was 9% of the channel thread's py-spy samples with 50 brokers, the list about 1% (issue 14).
+  A step that raises is reported to the loop's exception handler, as its own handle's would be,
+  and the other senders of the list still go.
 - Kafka's send loop, step by step: take the queue head, connect if needed (connect_timeout_ms),
   write the frame, wait for its response (request_timeout_ms); each failed try is logged, the
   connection closed, and the same request resent with a new correlation id after backoff_ms,
@@ -83,7 +88,7 @@ class _Sender:
     conn: Connection | None = None
     connecting: asyncio.Task[None] | None = None
     backing_off: asyncio.TimerHandle | None = None
-    scheduled: bool = False  # a _pump is queued with call_soon
+    scheduled: bool = False  # in the ready list: its _pump runs in the loop's next round
     removed: bool = False
     deadline: float = 0.0  # loop time by which the try in flight must be answered
     timer: asyncio.TimerHandle | None = None
@@ -108,6 +113,7 @@ class AsyncControllerChannel:
         self._idle: asyncio.Event | None = None
         self._metrics_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready: list[_Sender] = []  # senders whose next step runs in the loop's next round
 
     def __repr__(self) -> str:
         return f"<AsyncControllerChannel controller={self.options.controller_id} brokers={sorted(self._senders)}>"
@@ -138,6 +144,7 @@ class AsyncControllerChannel:
         # Kafka's controller calls startup() again on the same channel when it becomes active once
         # more (KafkaController.scala:980, :535); that may be on another loop (the manager's next thread).
         self._loop = self._idle = None
+        self._ready = []
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
@@ -194,22 +201,24 @@ class AsyncControllerChannel:
     ) -> None:
         """Queue request for broker_id (never blocks). now: when it was handed over (the loop's clock)."""
         check_send(broker_id, request, callback)
+        self._running_loop()
         self.send_checked(broker_id, request, callback, now)
 
     def send_checked(self, broker_id: int, request: Sendable, callback: Callback | None, now: float | None) -> None:
-        """send() for arguments already checked (by ControllerChannelManager.send, on another thread)."""
+        """send() for arguments already checked, on the channel's loop (ControllerChannelManager
+        checks them on the sender's thread and calls this from its loop)."""
         s = self._senders.get(broker_id)
         if s is None:
             logger.warning(msg.not_sending(request, broker_id))
             return
-        loop = self._running_loop()
+        loop = self._loop  # bound: add_broker() ran on it
+        assert loop is not None
         s.state.enqueue(request, callback, loop.time() if now is None else now)
         self._pending += 1
         if self._idle is not None:
             self._idle.clear()
         if not s.scheduled and not s.busy:
-            s.scheduled = True
-            loop.call_soon(self._pump, s)
+            self._schedule(s)
 
     async def wait_until_idle(self, timeout: float) -> bool:
         """True once every queue is empty and nothing is in flight; False after timeout seconds."""
@@ -229,15 +238,43 @@ class AsyncControllerChannel:
         if self._pending == 0 and self._idle is not None:
             self._idle.set()
 
-    def _pump(self, s: _Sender) -> None:
+    def _schedule(self, s: _Sender) -> None:
+        """Run s's next step in the loop's next round: one call_soon for all the senders freed
+        in a round (see the module rules)."""
+        s.scheduled = True
+        ready = self._ready
+        if not ready:
+            loop = self._loop
+            assert loop is not None
+            loop.call_soon(self._pump_ready)
+        ready.append(s)
+
+    def _pump_ready(self) -> None:
+        ready, self._ready = self._ready, []
+        loop = self._loop
+        if loop is None:  # shut down since
+            return
+        now = loop.time()
+        for s in ready:
+            if s.scheduled:
+                try:
+                    self._pump(s, now)
+                except Exception as e:  # reported as a handle of its own would be; the others still go
+                    loop.call_exception_handler(
+                        {"message": f"Exception in the sender of broker {s.state.broker_id}", "exception": e}
+                    )
+
+    def _pump(self, s: _Sender, now: float | None = None) -> None:
         """Start the next step: take the head if nothing is current, connect, or write a try."""
         s.scheduled = False
-        if s.removed or s.busy:
+        if s.removed or s.state.in_flight is not None or s.connecting is not None or s.backing_off is not None:
             return
         state = s.state
         loop = self._loop
         assert loop is not None
-        if state.current is None and state.take(loop.time()) is None:
+        if now is None:
+            now = loop.time()
+        if state.current is None and state.take(now) is None:
             return
         conn = s.conn
         if conn is None:
@@ -252,17 +289,12 @@ class AsyncControllerChannel:
         for p in parts:
             size += len(p)
         state.counters.bytes_sent += size
-        self._arm(s)
-        conn.send_parts(parts, size)
-
-    def _arm(self, s: _Sender) -> None:
-        """Set this try's deadline. One timer per sender, re-armed lazily when it fires before the
-        current deadline, so a try answered in time costs no timer operation."""
-        loop = self._loop
-        assert loop is not None
-        s.deadline = loop.time() + self._request_timeout
+        # The try's deadline. One timer per sender, re-armed lazily when it fires before the
+        # current deadline, so a try answered in time costs no timer operation.
+        s.deadline = now + self._request_timeout
         if s.timer is None:
             s.timer = loop.call_at(s.deadline, self._check_deadline, s)
+        conn.send_parts(parts, size)
 
     def _check_deadline(self, s: _Sender) -> None:
         s.timer = None
@@ -280,15 +312,16 @@ class AsyncControllerChannel:
         goes to the callback first: a callback that raises turns the try's ending into
         CALLBACK_FAILED (logged, connection closed, not retried); one that removes this broker
         leaves nothing to settle (the removal dropped the item)."""
-        state, opts = s.state, self.options
+        state = s.state
         item = state.current
         assert item is not None
         ending = result.ending
-        if ACTIONS[ending].deliver and item.callback is not None:
+        callback = item.callback
+        if callback is not None and ACTIONS[ending].deliver:
             try:
-                item.callback(result.response)
+                callback(result.response)
             except Exception:
-                logger.exception(msg.callback_failed(opts.controller_id, s.node))
+                logger.exception(msg.callback_failed(self.options.controller_id, s.node))
                 ending = Ending.CALLBACK_FAILED
             if s.removed:
                 return
@@ -296,18 +329,19 @@ class AsyncControllerChannel:
         if action.close:
             self._close(s)
         if action.retry:
-            logger.log(action.log_level, msg.send_failed(opts.controller_id, item.request, s.node, result.detail))
+            logger.log(
+                action.log_level, msg.send_failed(self.options.controller_id, item.request, s.node, result.detail)
+            )
         else:
             if not action.deliver and ending is not Ending.CALLBACK_FAILED:
-                logger.log(action.log_level, "%s: %s", msg.callback_failed(opts.controller_id, s.node), result.detail)
+                logger.log(
+                    action.log_level, "%s: %s", msg.callback_failed(self.options.controller_id, s.node), result.detail
+                )
             self._settle(1)
         if action.backoff:
             self._back_off(s)
         elif not s.scheduled:
-            s.scheduled = True
-            loop = self._loop
-            assert loop is not None
-            loop.call_soon(self._pump, s)
+            self._schedule(s)
 
     def _back_off(self, s: _Sender) -> None:
         if not s.removed:

@@ -160,10 +160,11 @@ class Connection:
         if not n:
             self._lose("the broker closed the connection")
             return
-        data = self._read_buffer[:n]
-        if n >= 4 and not self._reader.buffered and _SIZE.unpack_from(data)[0] == n - 4:
-            self._on_frame(self, bytes(data[4:]))
+        buf = self._read_buffer
+        if n >= 4 and _SIZE.unpack_from(buf)[0] == n - 4 and not self._reader.buffered:
+            self._on_frame(self, bytes(buf[4:n]))
             return
+        data = buf[:n]
         try:
             frames = self._reader.feed(data)
         except DecodeError as e:

@@ -263,3 +263,89 @@ def test_send_and_wait_check_their_arguments_and_name_them(tt):
         await channel.shutdown()
 
     run(tt, main())
+
+
+def test_a_channel_shut_down_with_senders_waiting_to_write_starts_again_on_a_new_loop(tt):
+    """shutdown() between an answer and the write it frees (its sender in the ready list) leaves
+    nothing behind that stops the next loop's sends; every broker's requests go out in order."""
+    channel = AsyncControllerChannel(**FAST)
+    answered: list[tuple[int, int]] = []
+
+    async def session(first_epoch: int, stop_at_first_answer: bool) -> list[object]:
+        servers = [tt.Responder() for _ in range(3)]
+        for r in servers:
+            await r.start()
+        brokers = [tt.broker(i, r.port) for i, r in enumerate(servers)]
+        requests = tt.make_requests(brokers, 5, first_epoch)
+        stopping: list[asyncio.Task[None]] = []
+
+        def callback(resp: object, b: int, e: int) -> None:
+            answered.append((b, e))
+            if stop_at_first_answer and not stopping:
+                # runs before the sender's pump: the task's first step is queued ahead of it
+                stopping.append(asyncio.ensure_future(channel.shutdown()))
+
+        channel.startup(brokers)
+        for b in brokers:
+            for req in requests[b.id]:
+                channel.send(b.id, req, lambda resp, b=b.id, e=req.builder.controller_epoch: callback(resp, b, e))
+        if stop_at_first_answer:
+            while not stopping:
+                await asyncio.sleep(0.001)
+            await stopping[0]
+            assert channel.broker_ids == frozenset()
+        else:
+            assert await channel.wait_until_idle(5)
+            await channel.shutdown()
+        for r in servers:
+            await r.stop()
+        return servers
+
+    asyncio.run(asyncio.wait_for(session(1, stop_at_first_answer=True), tt.TEST_TIMEOUT))
+    assert answered and all(e == 1 for _, e in answered)  # the answers read in that round, no more
+    answered.clear()
+    servers = asyncio.run(asyncio.wait_for(session(10, stop_at_first_answer=False), tt.TEST_TIMEOUT))
+    for i, r in enumerate(servers):
+        assert [e for b, e in answered if b == i] == list(range(10, 15))
+        assert r.epochs() == list(range(10, 15))
+        assert not r.violations
+
+
+class _Unencodable:
+    """A request whose frame cannot be built (encode_parts raises)."""
+
+    api_key = 6
+    version = 8
+
+    def encode_parts(self, correlation_id: int, client_id: str | None) -> list[bytes | memoryview]:
+        raise ValueError("cannot encode this request")
+
+
+def test_a_sender_that_fails_to_write_does_not_hold_up_the_others_freed_in_the_same_round(tt):
+    """The senders freed in one loop round are written by one callback: an exception in one of them
+    is reported to the loop's exception handler, as a callback of its own would be, and the rest go."""
+    async def main():
+        reported: list[BaseException] = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: reported.append(ctx["exception"]))
+        servers = [tt.Responder(), tt.Responder()]
+        for r in servers:
+            await r.start()
+        brokers = [tt.broker(i, r.port) for i, r in enumerate(servers)]
+        requests = tt.make_requests(brokers, 2)
+        channel = AsyncControllerChannel(**FAST)
+        channel.startup(brokers)
+        for b in brokers:
+            channel.send(b.id, requests[b.id][0])
+        assert await channel.wait_until_idle(5)  # both connected and idle
+        answered = asyncio.Event()
+        channel.send(0, _Unencodable())  # first in the ready list
+        channel.send(1, requests[1][1], lambda resp: answered.set())
+        await asyncio.wait_for(answered.wait(), 5)
+        await channel.shutdown()
+        for r in servers:
+            await r.stop()
+        return reported, servers
+
+    reported, servers = run(tt, main())
+    assert [str(e) for e in reported] == ["cannot encode this request"]
+    assert servers[1].epochs() == [1, 2]

@@ -13,9 +13,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.requests import BrokerHeartbeatResponse, UpdateMetadataResponse, encode_response
+from ctrlbatch.requests import (
+    BrokerHeartbeatResponse,
+    DecodeError,
+    LeaderAndIsrResponse,
+    ResponseHeader,
+    StopReplicaResponse,
+    UpdateMetadataResponse,
+    decode_response,
+    encode_response,
+    response_header_version,
+)
+from ctrlbatch.testing import all_versions, messages
 from ctrlbatch.transport import ACTIONS, BrokerChannelState, Ending
-from ctrlbatch.transport.channel_state import next_correlation_id
+from ctrlbatch.transport.channel_state import _decode_response, next_correlation_id
 
 
 @attrs.frozen
@@ -213,3 +224,60 @@ def test_the_hot_path_decoder_agrees_with_decode_response(key_version, data):
             _decode_response(data, key, version)
         return
     assert _decode_response(data, key, version) == want
+
+
+CONTROL_RESPONSES = all_versions([LeaderAndIsrResponse, StopReplicaResponse, UpdateMetadataResponse])
+
+
+@st.composite
+def response_frames(draw: st.DrawFn) -> tuple[bytes, int, int]:
+    """A response frame (no size prefix) of a control api key and version, header tags included,
+    as written or damaged: cut short, extended, or one byte changed."""
+    cls, version = draw(st.sampled_from(CONTROL_RESPONSES))
+    api_key = cls.API_KEY
+    assert api_key is not None
+    hv = response_header_version(api_key, version)
+    frame = draw(messages(ResponseHeader, hv)).encode(hv) + draw(messages(cls, version)).encode(version)
+    damage = draw(st.sampled_from(["none", "cut", "extend", "change"]))
+    if damage == "cut":
+        frame = frame[: draw(st.integers(0, len(frame) - 1))]
+    elif damage == "extend":
+        frame += draw(st.binary(min_size=1, max_size=4))
+    elif damage == "change":
+        at = draw(st.integers(0, len(frame) - 1))
+        frame = frame[:at] + bytes([draw(st.integers(0, 255))]) + frame[at + 1 :]
+    return frame, api_key, version
+
+
+def _outcome(decode, frame: bytes) -> tuple[str, object]:
+    try:
+        return "decoded", decode(frame)
+    except DecodeError as e:
+        return "refused", str(e)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=response_frames())
+def test_the_cached_response_decoder_answers_as_the_header_and_body_decoders_do(case):
+    """The channel's fast path (header read in place, body decoded at its offset) gives the
+    decoded body or the error of decoding header and body on their own, whatever the frame."""
+    frame, api_key, version = case
+    hv = response_header_version(api_key, version)
+    cls = {4: LeaderAndIsrResponse, 5: StopReplicaResponse, 6: UpdateMetadataResponse}[api_key]
+
+    def separately(data: bytes) -> object:
+        _, pos = ResponseHeader.decode_prefix(data, hv)
+        return cls.decode(memoryview(data)[pos:], version)
+
+    expected = _outcome(separately, frame)
+    assert _outcome(lambda data: _decode_response(data, api_key, version), frame) == expected
+    if expected[0] == "decoded":
+        assert decode_response(frame, api_key, version)[1] == expected[1]
+
+
+def test_a_malformed_body_is_refused_with_the_offset_in_the_body():
+    """The fast path decodes the body at its offset in the frame; an error still counts from the body."""
+    s = _in_flight_state()
+    result = s.on_frame(b"\x00\x00\x00\x00\x00" + b"\x00")  # header v1, then a 1-byte error code
+    assert result.ending is Ending.UNDECODABLE_RESPONSE
+    assert "UpdateMetadataResponse" in result.detail and "offset 0" in result.detail
