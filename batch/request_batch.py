@@ -13,6 +13,11 @@ Rules (kafka-controller-batch-semantics.md, cited CCM:line):
 Beyond Kafka: order is fixed (first-add order for partitions and topics, context order for
 brokers; a set argument is taken sorted), and request bodies are encoded once and shared by
 every broker that receives the same content: only the 8 broker-epoch bytes differ.
+Cached across batches (bounded, process-level, pure functions of immutable values): the
+UpdateMetadata live-broker tuple per (Broker values, version) (`_live_brokers`, so a replay's
+new batch per delta does not rebuild 100 brokers, and builders.live_brokers_piece finds their
+bytes by identity), and per context class whether it offers the protocols' members
+(`_class_offers_hints`). An unchanged key gives an equal value, so the bytes cannot differ.
 The context is any ControllerChannelContext; a context that also offers UpdateMetadataHints
 (ControllerContext does) is read through them. Which one is decided once, at new_batch().
 Public inputs are checked once, at the edge, with TypeError/ValueError naming the parameter,
@@ -136,6 +141,7 @@ _make_umr_state = UpdateMetadataPartitionState.maker(
 )
 _leader_of = operator.attrgetter("leader")
 _topic_of = operator.attrgetter("topic_name")
+_first = operator.itemgetter(0)
 STATE_CHANGE_LOGGER = "state.change.logger"
 _NOT_EMPTY = "Controller to broker state change requests batch is not empty while creating a new one. "
 _NO_BATCH = "new_batch() must be called before {}"
@@ -284,6 +290,11 @@ class ControllerBrokerRequestBatch:
     def _hints_of(ctx: object) -> UpdateMetadataHints:
         """The context's own hints, or hints derived from its channel members (checked here,
         once per context, not per call)."""
+        cls: Any = type(ctx)
+        offers_hints = _class_offers_hints(cls)
+        if offers_hints is not None:  # the class itself has every member: no instance can lack one
+            checked: Any = ctx
+            return checked if offers_hints else ChannelContextHints(checked)
         if not isinstance(ctx, ControllerChannelContext):
             missing = [m for m in vars(ControllerChannelContext) if not m.startswith("_") and not hasattr(ctx, m)]
             raise TypeError(
@@ -523,6 +534,7 @@ class ControllerBrokerRequestBatch:
         listener = self.inter_broker_listener_name
         live_brokers = list(ctx.live_or_shutting_down_brokers)
         nodes: dict[Broker, LeaderAndIsrLiveLeader] = {}  # Broker -> its node on the listener
+        brokers_by_id: dict[int, list[tuple[int, Broker]]] | None = None  # id -> (position, Broker), built once
         epoch_offset = body_layout(LeaderAndIsrRequest, version).epoch_offset
         parts = SendParts()  # each state and topic header encoded once for every broker they go to
         # Brokers with equal partition-state lists share one builder and body. Candidates are
@@ -551,15 +563,20 @@ class ControllerBrokerRequestBatch:
             else:
                 # CCM:544-546: a set of Nodes, one per live Broker value whose id leads here
                 # (two registrations of one id give two nodes unless they are equal).
-                leader_ids = set(map(_leader_of, values))
+                # Looked up by id, then put back in context order (the live list's positions).
+                if brokers_by_id is None:
+                    brokers_by_id = {}
+                    for i, b in enumerate(live_brokers):
+                        brokers_by_id.setdefault(b.id, []).append((i, b))
+                found_leaders = [e for lid in set(map(_leader_of, values)) for e in brokers_by_id.get(lid, ())]
+                found_leaders.sort(key=_first)
                 live_leaders: dict[LeaderAndIsrLiveLeader, None] = {}
-                for b in live_brokers:
-                    if b.id in leader_ids:
-                        node = nodes.get(b)
-                        if node is None:
-                            n = b.node(listener)
-                            node = nodes[b] = LeaderAndIsrLiveLeader(broker_id=n.id, host_name=n.host, port=n.port)
-                        live_leaders[node] = None
+                for _, b in found_leaders:
+                    node = nodes.get(b)
+                    if node is None:
+                        n = b.node(listener)
+                        node = nodes[b] = LeaderAndIsrLiveLeader(broker_id=n.id, host_name=n.host, port=n.port)
+                    live_leaders[node] = None
                 builder = LeaderAndIsrBuilder(
                     version, self.controller_id, controller_epoch, values,
                     topic_ids, tuple(live_leaders), self.kraft_controller, int(self.update_type),
@@ -607,7 +624,7 @@ class ControllerBrokerRequestBatch:
         kept = self._umr_live_brokers
         if kept is not None and kept[0] is ctx and kept[1] == membership and kept[2] == version:
             return kept[3]
-        live = tuple(_update_metadata_broker(b, version) for b in ctx.live_or_shutting_down_brokers)
+        live = _live_brokers(tuple(ctx.live_or_shutting_down_brokers), version)
         self._umr_live_brokers = (ctx, membership, version, live)
         return live
 
@@ -704,6 +721,28 @@ class ControllerBrokerRequestBatch:
             self._emit(TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, errors))
 
 
+# UpdateMetadata's live-broker tuples of the last few broker sets, shared by every batch of the
+# process: a replay makes a new batch and context per delta, but consecutive images share their
+# Broker values (replay.channel_context shares one view per brokers mapping), so the lookup is a
+# tuple == that meets the same objects and costs one identity check per broker. The tuple is a
+# pure function of (the Broker values, version), and both are immutable; an equal key gives an
+# equal tuple. Reusing the very tuple lets builders.live_brokers_piece find its encoded bytes.
+# Measured on the 200k-record generated log: 233,650 _update_metadata_broker calls (4.1 s
+# profiled) for 2,389 sends before; 100 after.
+_LIVE_BROKERS_KEPT = 8
+_live_brokers_kept: list[tuple[tuple[Broker, ...], int, tuple[UpdateMetadataBroker, ...]]] = []
+
+
+def _live_brokers(brokers: tuple[Broker, ...], version: int) -> tuple[UpdateMetadataBroker, ...]:
+    for kept, v, live in _live_brokers_kept:
+        if v == version and kept == brokers:
+            return live
+    live = tuple(_update_metadata_broker(b, version) for b in brokers)
+    _live_brokers_kept.insert(0, (brokers, version, live))
+    del _live_brokers_kept[_LIVE_BROKERS_KEPT:]
+    return live
+
+
 def _update_metadata_broker(broker: Broker, version: int) -> UpdateMetadataBroker:
     """UpdateMetadata's entry for a live broker (CCM:591-605): every endpoint, or below v1 the
     PLAINTEXT one."""
@@ -730,6 +769,21 @@ def _deleted_in(states: dict[TopicPartition, StopReplicaPartitionState], tp: Top
 def _every_partition(_tp: TopicPartition) -> bool:
     """Below v3, the delete request: every partition it carries was deleted."""
     return True
+
+
+_CHANNEL_MEMBERS = tuple(m for m in vars(ControllerChannelContext) if not m.startswith("_"))
+_HINT_MEMBERS = tuple(m for m in vars(UpdateMetadataHints) if not m.startswith("_"))
+
+
+@functools.lru_cache(maxsize=64)
+def _class_offers_hints(cls: Any) -> bool | None:
+    """For a class that itself defines every ControllerChannelContext member: whether it also
+    defines every UpdateMetadataHints member; None for any other class (its instances are checked
+    one by one). The protocols' isinstance checks cost ~20 us each; a replay makes a context per
+    delta (4% of a small delta's time, measured), all of one class."""
+    if not all(hasattr(cls, m) for m in _CHANNEL_MEMBERS):
+        return None
+    return all(hasattr(cls, m) for m in _HINT_MEMBERS)
 
 
 class _NoContext:

@@ -9,7 +9,7 @@ Rules of this module:
   over its byte range, starting from the image the plan carried to it.
 - Its output is the delivered sends as ``rows.SendGroup`` values, in send order; the summary
   counts every batch read (records by type), dropped sends per API, every delivered request per
-  API and broker, and each delta; ``delivered`` counts the requests per broker (a Spark unit's
+  API and broker (a send group at once), and each delta; ``delivered`` counts the requests per broker (a Spark unit's
   share of the per-broker ``seq``).
 - A record the replay refuses (MetadataReplayError) is named by the file and byte offset (or
   line) of its batch, like an input error (errors.BatchTrail), or by the input as a whole when
@@ -143,10 +143,7 @@ class EngineRun:
                 summary.count_dropped(send.request.api_key)
         delivered = 0
         for group in send_groups(delta, sends):
-            row = {"api_key": group.api_key, "partitions": group.partitions, "bytes": group.size, "broker": 0}
-            for broker in group.brokers:
-                row["broker"] = broker
-                summary.count_row(row)
+            summary.count_group(group.api_key, group.partitions, group.size, group.brokers)
             delivered += len(group.brokers)
             self.delivered.update(group.brokers)
             yield group

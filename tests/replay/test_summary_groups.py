@@ -1,0 +1,28 @@
+"""ReplaySummary.count_group (the engines count a send group at once) gives the counts that
+count_row gives row by row."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctrlbatch.replay.summary import ReplaySummary
+
+_groups = st.lists(
+    st.tuples(
+        st.sampled_from([4, 5, 6, 99]), st.integers(0, 10**6), st.integers(0, 10**9),
+        st.lists(st.integers(0, 30), max_size=8),
+    ),
+    max_size=12,
+)
+
+
+@given(_groups)
+def test_count_group_equals_count_row_per_row(groups: list[tuple[int, int, int, list[int]]]) -> None:
+    by_group, by_row = ReplaySummary(), ReplaySummary()
+    for api_key, partitions, size, brokers in groups:
+        by_group.count_group(api_key, partitions, size, brokers)
+        for b in brokers:
+            by_row.count_row({"api_key": api_key, "partitions": partitions, "bytes": size, "broker": b})
+    assert by_group.to_dict() == by_row.to_dict()
+    assert by_group.by_api == by_row.by_api and by_group.by_broker == by_row.by_broker
