@@ -14,12 +14,23 @@ Rules of this module:
 - A record the replay refuses (MetadataReplayError) is named by the file and byte offset (or
   line) of its batch, like an input error (errors.BatchTrail), or by the input as a whole when
   its batch has left the trail's window. ``locate`` does it, for the planner too.
+- While ``groups`` runs (and is suspended between its groups) the cyclic garbage collector runs
+  rarely (``rare_collections``), in both engines (the sequential process, each Spark unit).
+  Why: the image (every partition's registration, hundreds of thousands of objects) lives across
+  deltas, and each delta allocates enough for hundreds of young collections; every full
+  collection walks the whole image and finds nothing, since the replay's data is acyclic (frozen
+  values and dicts); reference counting frees it. Measured on the 200k-record generated log
+  (2 cores shared, load 4-5): 6.9 s of 26.8 s CPU in the collector with Python's defaults
+  (7,400 / 672 / 51 collections per generation), 0.9 s of 19.9 s with ``GC_THRESHOLDS``. What
+  little cyclic garbage there is (exceptions, generators) waits longer; peak RSS is unchanged.
 - No I/O of its own and no engine-specific state: what differs between engines (where batches
   come from, what is done with the groups) stays with them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
@@ -34,7 +45,25 @@ from .records import SNAPSHOT_HEADER, LogBatch
 from .rows import SendGroup, send_groups
 from .summary import ReplaySummary
 
-__all__ = ["EngineRun", "snapshot_image", "snapshot_start"]
+__all__ = ["EngineRun", "rare_collections", "snapshot_image", "snapshot_start"]
+
+GC_THRESHOLDS = (50_000, 20, 100)  # gc.set_threshold while groups run (see the rules)
+
+
+@contextlib.contextmanager
+def rare_collections() -> Iterator[None]:
+    """GC_THRESHOLDS for the block, unless the process already collects this rarely; the old
+    thresholds come back after it, unless somebody changed them meanwhile (theirs stay)."""
+    old = gc.get_threshold()
+    if old[0] >= GC_THRESHOLDS[0]:
+        yield
+        return
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        if gc.get_threshold() == GC_THRESHOLDS:
+            gc.set_threshold(*old)
 
 
 def snapshot_image(batches: Iterable[Any], *, end_offset: int, epoch: int) -> tuple[MetadataImage, int, list[Any]]:
@@ -119,6 +148,12 @@ class EngineRun:
         starting from image. leader: the last LeaderChange batch before batches (not counted:
         it was read before this stretch), so the deltas carry the KRaft leader in office.
         ``self.image`` is the image after the last delta once the groups are exhausted."""
+        with rare_collections():
+            yield from self._groups(batches, image, from_snapshot, leader)
+
+    def _groups(
+        self, batches: Iterable[LogBatch], image: MetadataImage, from_snapshot: bool, leader: LogBatch | None,
+    ) -> Iterator[SendGroup]:
         try:
             if from_snapshot:
                 if self.history.snapshot is None:

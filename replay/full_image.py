@@ -43,7 +43,7 @@ import attrs
 
 from ctrlbatch.batch import UpdateType
 from ctrlbatch.batch.builders import SharedBody, UpdateMetadataBuilder, body_layout
-from ctrlbatch.batch.request_batch import _update_metadata_broker
+from ctrlbatch.batch.request_batch import _live_brokers
 from ctrlbatch.context import Broker
 from ctrlbatch.requests import UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState
 from ctrlbatch.requests.layout import (
@@ -274,7 +274,7 @@ def full_image_body(
     pieces.forget_others(image)
     builder = UpdateMetadataBuilder(
         version, controller_id, header_epoch, _ImageStates(count, image, epoch),  # type: ignore[arg-type]
-        tuple([_update_metadata_broker(b, version) for b in live]), topic_ids, True, int(update_type),
+        _live_brokers(tuple(live), version), topic_ids, True, int(update_type),
     )
     envelope = attrs.evolve(builder, partition_states=[]).encode_body(first_broker_epoch)
     off = layout.states_offset

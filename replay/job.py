@@ -183,7 +183,8 @@ def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any
         count = 0
         if out is not None:
             writer = ParquetRows(out.requests_dir, REQUEST_SCHEMA)
-            writer.write(result.rows)
+            for columns in result.columns:
+                writer.write_columns(columns)
             writer.close()
             count = writer.count
         else:

@@ -15,21 +15,13 @@ Rules:
   Spark engine's units use: this module only chains them over the whole history.
 - Rows are produced lazily (an iterator): memory stays flat in the log size. The summary is
   complete once the rows are exhausted; ``ReplayResult.image`` is then the final image.
-- While the rows are produced, the cyclic garbage collector runs rarely (``GC_THRESHOLDS``, set
-  only if the process's own are lower, and put back when the rows end or are dropped). Why: the
-  image (every partition's registration, hundreds of thousands of objects) lives across deltas,
-  and each delta allocates enough for hundreds of young collections; every full collection
-  walks the whole image and finds nothing, since the replay's data is acyclic (frozen values
-  and dicts); reference counting frees it. Measured on the 200k-record generated log
-  (2 cores shared, load 4-5): 6.9 s of 26.8 s CPU in the collector with Python's defaults
-  (7,400 / 672 / 51 collections per generation), 0.9 s of 19.9 s with these. What little
-  cyclic garbage there is (exceptions, generators) waits longer; peak RSS is unchanged.
+- The cyclic collector runs rarely while the rows are produced (engine.rare_collections).
+- Rows come as dicts (``rows``) or as column chunks (``columns``, what the Parquet writer takes:
+  no dict per row); a result is consumed one way, once.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -38,29 +30,10 @@ import attrs
 from .engine import EngineRun, snapshot_image
 from .image import EMPTY_IMAGE, MetadataImage
 from .propagator import ReplayOptions
-from .rows import expand_rows
+from .rows import REQUEST_SCHEMA, expand_columns, expand_rows
 from .summary import ReplaySummary
 
 __all__ = ["ReplayResult", "replay_local", "snapshot_image"]
-
-
-GC_THRESHOLDS = (50_000, 20, 100)  # gc.set_threshold while the rows are produced (see the rules)
-
-
-@contextlib.contextmanager
-def _rare_collections() -> Iterator[None]:
-    """GC_THRESHOLDS for the block, unless the process already collects this rarely; the old
-    thresholds come back after it, unless somebody changed them meanwhile (theirs stay)."""
-    old = gc.get_threshold()
-    if old[0] >= GC_THRESHOLDS[0]:
-        yield
-        return
-    gc.set_threshold(*GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        if gc.get_threshold() == GC_THRESHOLDS:
-            gc.set_threshold(*old)
 
 
 class _Progress(Protocol):
@@ -69,11 +42,13 @@ class _Progress(Protocol):
 
 @attrs.define(repr=False)
 class ReplayResult:
-    """Rows (an iterator, consumed once) and the summary they fill as they are consumed."""
+    """Rows (an iterator, consumed once) and the summary they fill as they are consumed; or the
+    same rows as column chunks (``columns``): take one of the two."""
 
     rows: Iterator[dict[str, Any]]
     summary: ReplaySummary
     image: MetadataImage = EMPTY_IMAGE
+    columns: Iterator[dict[str, list[Any]]] = attrs.field(factory=lambda: iter(()))
 
     def __repr__(self) -> str:
         return f"ReplayResult({self.summary!r})"
@@ -96,10 +71,15 @@ def replay_local(
     result = ReplayResult(iter(()), run.summary)
 
     def rows() -> Iterator[dict[str, Any]]:
-        with _rare_collections():
-            groups = run.groups(history.batches(), from_snapshot=history.snapshot is not None)
-            yield from expand_rows(groups, {}, with_frames)
-            result.image = run.image
+        groups = run.groups(history.batches(), from_snapshot=history.snapshot is not None)
+        yield from expand_rows(groups, {}, with_frames)
+        result.image = run.image
+
+    def columns() -> Iterator[dict[str, list[Any]]]:
+        groups = run.groups(history.batches(), from_snapshot=history.snapshot is not None)
+        yield from expand_columns(groups, {}, with_frames, REQUEST_SCHEMA.names)
+        result.image = run.image
 
     result.rows = rows()
+    result.columns = columns()
     return result

@@ -142,11 +142,22 @@ def _slow_jsonl(directory: Path, sample_dir: Path, noops: int) -> Path:
     return path
 
 
+def _as_a_foreground_job() -> None:
+    """In the child before exec: SIGINT and SIGTERM as a shell's foreground job has them (default
+    dispositions, unblocked), whatever the test process inherited or set: a child inherits an
+    ignored or blocked signal across exec (in a full run one came out ignored, and the replay
+    then finished with 0)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def _interrupt_when_tmp_appears(args: list[str], workdir: Path, signum: int, inner: str = "") -> tuple[int, str]:
     """Start the command, wait for its DIR.tmp-* (and inner path in it), send signum, wait."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "ctrlbatch.cli", "replay", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, stdin=subprocess.DEVNULL,
+        preexec_fn=_as_a_foreground_job,
     )
     try:
         deadline = time.monotonic() + TIMEOUT
