@@ -335,22 +335,7 @@ class UpdateMetadataBuilder:
             live = tuple(
                 attrs.evolve(b, v0_host=b.endpoints[0].host, v0_port=b.endpoints[0].port, endpoints=()) for b in live
             )
-        topic_states: tuple[UpdateMetadataTopicState, ...] = ()
-        ungrouped: tuple[UpdateMetadataPartitionState, ...] = ()
-        if v >= 5:
-            topic_states = _topic_states(UpdateMetadataTopicState, self.partition_states, self.topic_ids)
-        else:
-            ungrouped = tuple(self.partition_states)
-        return UpdateMetadataRequest(
-            controller_id=self.controller_id,
-            is_k_raft_controller=self.kraft_controller if v >= 8 else False,
-            type=self.update_type if v >= 8 else 0,
-            controller_epoch=self.controller_epoch,
-            broker_epoch=broker_epoch,
-            ungrouped_partition_states=ungrouped,
-            topic_states=topic_states,
-            live_brokers=live,
-        )
+        return attrs.evolve(self.build_no_live_brokers(broker_epoch), live_brokers=live)
 
     def build_no_live_brokers(self, broker_epoch: int) -> UpdateMetadataRequest:
         """The request without live brokers: the envelope their cached bytes are spliced into."""

@@ -139,6 +139,7 @@ def group_deltas(batches: Iterable[Any], coalesce: int = 1) -> Iterator[Delta]:
                 if c.type == LEADER_CHANGE:
                     loader.leader_id = c.data.leader_id
             continue
+        produced: Iterable[Delta] | None = None
         if loader.state == _NONE:
             for r in batch.records:
                 if r.type in markers:
@@ -151,12 +152,8 @@ def group_deltas(batches: Iterable[Any], coalesce: int = 1) -> Iterator[Delta]:
                 if coalesce == 1:
                     yield delta
                     continue
-                group.append(delta)
-                if len(group) == coalesce:
-                    yield _merge(group)
-                    group = []
-                continue
-        for delta in loader.load(batch):
+                produced = (delta,)
+        for delta in loader.load(batch) if produced is None else produced:
             if coalesce == 1:
                 yield delta
                 continue
