@@ -281,3 +281,15 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def cpu_timed(calls: list[tuple[Any, Any]], runs: int) -> list[list[float]]:
+    """Each (function, argument)'s CPU times over runs, interleaved (one run of each in turn): CPU
+    time, not wall time, so that other processes on a shared machine disturb the ratio less."""
+    out: list[list[float]] = [[] for _ in calls]
+    for _ in range(runs):
+        for (fn, arg), times in zip(calls, out, strict=True):
+            t = time.process_time()
+            fn(arg)
+            times.append(time.process_time() - t)
+    return out

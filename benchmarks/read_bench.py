@@ -22,15 +22,13 @@ import statistics
 import struct
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 import crc32c
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from figures import Figure, write_results  # noqa: E402
+from figures import Figure, cpu_timed, write_results  # noqa: E402
 
 from ctrlbatch.replay.deltas import group_deltas  # noqa: E402
 from ctrlbatch.replay.generator import generate_log  # noqa: E402
@@ -69,17 +67,6 @@ def read_and_group(path: str) -> int:
     return sum(1 for _ in group_deltas(open_history(path).batches(), 1))
 
 
-def timed(calls: list[tuple[Any, Any]], runs: int) -> list[list[float]]:
-    """Each (function, argument)'s CPU times over runs, interleaved (one run of each in turn)."""
-    out: list[list[float]] = [[] for _ in calls]
-    for _ in range(runs):
-        for (fn, arg), times in zip(calls, out, strict=True):
-            t = time.process_time()
-            fn(arg)
-            times.append(time.process_time() - t)
-    return out
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", type=int, default=200_000)
@@ -101,7 +88,7 @@ def main() -> None:
         records = sum(stats.records.values()) + stats.noops + sum(stats.control_records.values())
         assert floor(segments) == batches
         load = os.getloadavg()
-        lo, ro, rg = timed([(floor, segments), (read_only, log), (read_and_group, log)], args.runs)
+        lo, ro, rg = cpu_timed([(floor, segments), (read_only, log), (read_and_group, log)], args.runs)
     fm, rm, gm = (statistics.median(x) for x in (lo, ro, rg))
     us = 1e6 / records
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {records:,} records ({stats.noops:,} NoOps) "

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from figures import Figure, write_results  # noqa: E402
+from figures import Figure, cpu_timed, write_results  # noqa: E402
 
 from ctrlbatch.replay.deltas import group_deltas  # noqa: E402
 from ctrlbatch.replay.generator import generate_log  # noqa: E402
@@ -117,18 +117,6 @@ def shared_columns(work: list[tuple[Any, list[Any]]]) -> int:
     return sum(len(c["broker"]) for c in expand_columns(groups, {}, False))
 
 
-def timed(fns: list[Any], arg: Any, runs: int) -> list[list[float]]:
-    """Each function's CPU times over runs, interleaved (one run of each in turn): CPU time, not
-    wall time, so that other processes on a shared machine disturb the ratio less."""
-    out: list[list[float]] = [[] for _ in fns]
-    for _ in range(runs):
-        for fn, times in zip(fns, out, strict=True):
-            t = time.process_time()
-            fn(arg)
-            times.append(time.process_time() - t)
-    return out
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--brokers", type=int, default=12)
@@ -151,7 +139,7 @@ def main() -> None:
     rows = shared_rows(work)
     assert rows == peer_rows(work) == shared_columns(work) == former_spark_rows(work)
     load = os.getloadavg()
-    peer, spark, mine, cols = timed([peer_rows, former_spark_rows, shared_rows, shared_columns], work, args.runs)
+    peer, spark, mine, cols = cpu_timed([(f, work) for f in (peer_rows, former_spark_rows, shared_rows, shared_columns)], args.runs)
     pm, sm, mm, cm = (statistics.median(x) for x in (peer, spark, mine, cols))
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {rows:,} rows of {len(work):,} deltas, "
           f"{args.brokers} brokers; median of {args.runs}, rows per CPU second")
