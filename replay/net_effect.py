@@ -27,9 +27,10 @@ Rules of this module (image.py is the semantics; this module only re-orders its 
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -48,11 +49,11 @@ from .image import (
     BrokerRegistration,
     MetadataImage,
     PartitionRegistration,
-    TopicImage,
     metadata_version_for_level,
 )
+from .packed_image import PART_FIELDS, PackedImage, PackedPartition, pack_image, part_values, unpack_image
 
-__all__ = ["BrokerPatch", "NetBuilder", "NetEffect", "NotComposable", "PartitionChange"]
+__all__ = ["BrokerPatch", "NetBuilder", "NetEffect", "NotComposable", "PackedNet", "PartitionChange", "compose"]
 
 
 class NotComposable(Exception):
@@ -94,19 +95,33 @@ class PartitionChange:
         )
 
     def apply(self, base: PartitionRegistration) -> PartitionRegistration:
-        """``base.merge`` of each record in turn, in one step."""
-        return PartitionRegistration(
-            base.replicas if self.replicas is None else self.replicas,
-            base.isr if self.isr is None else self.isr,
-            base.removing_replicas if self.removing_replicas is None else self.removing_replicas,
-            base.adding_replicas if self.adding_replicas is None else self.adding_replicas,
-            base.leader if self.leader is None else self.leader,
-            base.leader_recovery_state if self.leader_recovery_state is None else self.leader_recovery_state,
-            base.leader_epoch + self.leader_bumps,
-            base.partition_epoch + self.count,
-            base.elr if self.elr is None else self.elr,
-            base.last_known_elr if self.last_known_elr is None else self.last_known_elr,
-        )
+        """``base.merge`` of each record in turn, in one step (``changed_values`` on packed values)."""
+        return PartitionRegistration(*changed_values(change_values(self), part_values(base)))
+
+
+change_values: Any = operator.attrgetter(*(f.name for f in attrs.fields(PartitionChange)))
+
+
+def changed_values(change: tuple[Any, ...], base: PackedPartition) -> PackedPartition:
+    """A packed PartitionChange merged on a packed partition (``PART_FIELDS`` order, checked below)."""
+    replicas, isr, removing, adding, leader, bumps, recovery, elr, last_known_elr, count = change
+    return (
+        base[0] if replicas is None else replicas,
+        base[1] if isr is None else isr,
+        base[2] if removing is None else removing,
+        base[3] if adding is None else adding,
+        base[4] if leader is None else leader,
+        base[5] if recovery is None else recovery,
+        base[6] + bumps,
+        base[7] + count,
+        base[8] if elr is None else elr,
+        base[9] if last_known_elr is None else last_known_elr,
+    )
+
+
+if PART_FIELDS != ("replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_recovery_state",
+                   "leader_epoch", "partition_epoch", "elr", "last_known_elr"):
+    raise RuntimeError("net_effect.changed_values: PartitionRegistration's fields changed; update it")
 
 
 NO_CHANGE = PartitionChange()
@@ -170,73 +185,119 @@ class NetEffect:
     names_required: Mapping[str, int]  # names created while unknown: a base topic holding one was removed before
 
     def apply(self, image: MetadataImage) -> MetadataImage:
-        """The image after the range's deltas (module rules); NotComposable if the base does not fit."""
+        """The image after the range's deltas (module rules); NotComposable if the base does not fit.
+        The one implementation is ``compose`` on packed values: this packs, composes, unpacks."""
         if self.deltas == 0:
             return image
-        brokers = self._brokers(image.brokers) if self.brokers else image.brokers
-        topics: Mapping[uuid.UUID, TopicImage] = image.topics
-        names: Mapping[str, uuid.UUID] = image.topic_ids_by_name
-        if self.topics:
-            topics = self._topics(image)
-            names = {t.name: tid for tid, t in topics.items()}
-        return MetadataImage(brokers, topics, names, self.metadata_version or image.metadata_version,
-                             self.offset, self.epoch)
+        return unpack_image(compose(self.pack(), pack_image(image)))
 
-    def _brokers(self, base: Mapping[int, BrokerRegistration]) -> dict[int, BrokerRegistration]:
-        values, popped = self.brokers, self.broker_popped
-        out: dict[int, BrokerRegistration] = {}
-        for bid, reg in base.items():
-            v = values.get(bid, _UNKNOWN)
-            if v is _UNKNOWN:
-                out[bid] = reg
-            elif bid not in popped:
-                out[bid] = v.apply(reg) if isinstance(v, BrokerPatch) else v
-        added = sorted((self.broker_since[b], b) for b, v in values.items()
-                       if v is not None and (b in popped or b not in base))
-        for _, bid in added:
-            v = values[bid]
-            if not isinstance(v, BrokerRegistration):
-                raise NotComposable(f"broker {bid} is changed but not registered")
-            out[bid] = v
-        return out
+    def pack(self) -> PackedNet:
+        """The net effect as plain values (what a range task hands the driver; module rules)."""
+        topics: dict[uuid.UUID, PackedTopic | None] = {}
+        for tid, t in self.topics.items():
+            if t is None:
+                topics[tid] = None
+                continue
+            created, name, parts = t
+            sets = {p: part_values(v) for p, v in parts.items() if isinstance(v, PartitionRegistration)}
+            changed = {p: change_values(v) for p, v in parts.items() if isinstance(v, PartitionChange)}
+            topics[tid] = (created, name, sets, changed)
+        return PackedNet(self.deltas, self.offset, self.epoch, self.metadata_version, dict(self.brokers),
+                         self.broker_popped, dict(self.broker_since), topics, dict(self.topic_since),
+                         dict(self.base_removed), self.absent_required, dict(self.names_required))
 
-    def _topics(self, image: MetadataImage) -> dict[uuid.UUID, TopicImage]:
-        base = image.topics
-        for tid in self.absent_required:
-            if tid in base:
-                raise NotComposable(f"TopicRecord for topic id {tid}, which the image has")
-        for name, when in self.names_required.items():
-            holder = image.topic_ids_by_name.get(name)
-            if holder is not None and self.base_removed.get(holder, when) >= when:
-                raise NotComposable(f"TopicRecord for the name {name!r}, which a live topic holds")
-        for tid in self.base_removed:
-            if tid not in base:
-                raise NotComposable(f"RemoveTopicRecord for topic id {tid}, which the image lacks")
-        out: dict[uuid.UUID, TopicImage] = {}
-        known = self.topics
-        for tid, topic in base.items():
-            t = known.get(tid, _UNKNOWN)
-            if t is _UNKNOWN:
-                out[tid] = topic
-            elif t is not None and not t[0]:
-                merged = dict(topic.partitions)
-                for p, v in t[2].items():
-                    if isinstance(v, PartitionChange):
-                        old = merged.get(p)
-                        if old is None:
-                            raise NotComposable(f"PartitionChangeRecord for partition {p} of {tid}, which the image lacks")
-                        merged[p] = v.apply(old)
-                    else:
-                        merged[p] = v
-                out[tid] = TopicImage(tid, topic.name, merged)
-        for tid, t in known.items():
-            if t is not None and not t[0] and tid not in base:
-                raise NotComposable(f"records for topic id {tid}, which the image lacks")
-        for _, tid in sorted((when, tid) for tid, when in self.topic_since.items()):
-            t = known[tid]
-            assert t is not None and t[1] is not None
-            out[tid] = TopicImage(tid, t[1], cast(dict[int, PartitionRegistration], dict(t[2])))  # created: all known
-        return out
+
+PackedTopic = tuple[bool, str | None, dict[int, PackedPartition], dict[int, tuple[Any, ...]]]
+
+
+class PackedNet(NamedTuple):
+    """A NetEffect as plain values: a topic's parts split into partitions set (PartitionRecord,
+    or a change merged on one the range knows: ``part_values``) and changes of base partitions
+    (``change_values``). Only set partitions can be new to a topic, so the split keeps the order
+    a fold appends them in."""
+
+    deltas: int
+    offset: int
+    epoch: int
+    metadata_version: MetadataVersion | None
+    brokers: dict[int, _Broker]
+    broker_popped: frozenset[int]
+    broker_since: dict[int, int]
+    topics: dict[uuid.UUID, PackedTopic | None]
+    topic_since: dict[uuid.UUID, int]
+    base_removed: dict[uuid.UUID, int]
+    absent_required: frozenset[uuid.UUID]
+    names_required: dict[str, int]
+
+
+def compose(net: PackedNet, image: PackedImage) -> PackedImage:
+    """The image after the range's deltas, on packed values (module rules): what is not
+    touched is shared with ``image``, a changed topic gets a new partitions dict."""
+    if net.deltas == 0:
+        return image
+    brokers = _brokers(net, image.brokers) if net.brokers else image.brokers
+    topics, names = image.topics, image.topic_ids_by_name
+    if net.topics:
+        topics = _topics(net, image)
+        names = {t[0]: tid for tid, t in topics.items()}
+    return PackedImage(image.part_fields, brokers, topics, names, net.metadata_version or image.metadata_version,
+                       net.offset, net.epoch)
+
+
+def _brokers(net: PackedNet, base: Mapping[int, BrokerRegistration]) -> dict[int, BrokerRegistration]:
+    values, popped = net.brokers, net.broker_popped
+    out: dict[int, BrokerRegistration] = {}
+    for bid, reg in base.items():
+        v = values.get(bid, _UNKNOWN)
+        if v is _UNKNOWN:
+            out[bid] = reg
+        elif bid not in popped:
+            out[bid] = v.apply(reg) if isinstance(v, BrokerPatch) else v
+    added = sorted((net.broker_since[b], b) for b, v in values.items() if v is not None and (b in popped or b not in base))
+    for _, bid in added:
+        v = values[bid]
+        if not isinstance(v, BrokerRegistration):
+            raise NotComposable(f"broker {bid} is changed but not registered")
+        out[bid] = v
+    return out
+
+
+def _topics(net: PackedNet, image: PackedImage) -> dict[uuid.UUID, tuple[str, dict[int, PackedPartition]]]:
+    base = image.topics
+    for tid in net.absent_required:
+        if tid in base:
+            raise NotComposable(f"TopicRecord for topic id {tid}, which the image has")
+    for name, when in net.names_required.items():
+        holder = image.topic_ids_by_name.get(name)
+        if holder is not None and net.base_removed.get(holder, when) >= when:
+            raise NotComposable(f"TopicRecord for the name {name!r}, which a live topic holds")
+    for tid in net.base_removed:
+        if tid not in base:
+            raise NotComposable(f"RemoveTopicRecord for topic id {tid}, which the image lacks")
+    out: dict[uuid.UUID, tuple[str, dict[int, PackedPartition]]] = {}
+    known = net.topics
+    for tid, topic in base.items():
+        t = known.get(tid, _UNKNOWN)
+        if t is _UNKNOWN:
+            out[tid] = topic
+        elif t is not None and not t[0]:
+            name, parts = topic
+            merged = dict(parts)
+            merged.update(t[2])  # set partitions: a new one goes to the end, as the fold appends it
+            for p, change in t[3].items():
+                old = parts.get(p)
+                if old is None:
+                    raise NotComposable(f"PartitionChangeRecord for partition {p} of {tid}, which the image lacks")
+                merged[p] = changed_values(change, old)
+            out[tid] = (name, merged)
+    for tid, t in known.items():
+        if t is not None and not t[0] and tid not in base:
+            raise NotComposable(f"records for topic id {tid}, which the image lacks")
+    for _, tid in sorted((when, tid) for tid, when in net.topic_since.items()):
+        t = known[tid]
+        assert t is not None and t[1] is not None and not t[3]  # created: all its partitions are known
+        out[tid] = (t[1], t[2])
+    return out
 
 
 class _DeltaNet:

@@ -21,8 +21,8 @@ Rules of this module (pyspark-notes.md Part A §2; the design):
   (key, value) pairs: the key is the partition the unit goes to, nothing else reads it.
 - Units are about ``unit_bytes`` of input each, at most ``max_units`` of them; text inputs
   (JSON lines, kafka-dump-log output) have no byte ranges and are one unit.
-- A unit's image crosses to the executors as plain tuples (``pack_image``): pickling 10^5 attrs
-  objects costs seconds, tuples do not.
+- A unit's image crosses to the executors as plain values (packed_image.pack_image): pickling
+  10^5 attrs objects costs seconds, tuples do not.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from .deltas import Delta, group_deltas
 from .engine import locate, snapshot_start, trail_for
 from .errors import BatchTrail
 from .image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
+from .packed_image import PackedImage, pack_image, unpack_image
 from .reading import TEXT_KINDS, ReadFrom
 from .records import LEADER_CHANGE, LogBatch
 from .sources import History, open_history
@@ -92,42 +93,9 @@ class Unit:
                         self.with_snapshot, self.planned_after, self.error))
 
 
-def _unit(index: int, start: ReadFrom | None, stop: ReadFrom | None, image: tuple[Any, ...],
+def _unit(index: int, start: ReadFrom | None, stop: ReadFrom | None, image: PackedImage,
           leader_batch: LogBatch | None, with_snapshot: bool, planned_after: float, error: CommandError | None) -> Unit:
     return Unit(index, start, stop, unpack_image(image), leader_batch, with_snapshot, planned_after, error)
-
-
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in attrs.fields(cls))
-
-
-def pack_image(image: MetadataImage) -> tuple[Any, ...]:
-    """The image as nested tuples of plain values (every attrs field, so nothing is lost)."""
-    from .image import PartitionRegistration, TopicImage
-
-    part_fields = _field_names(PartitionRegistration)
-    topic_fields = [n for n in _field_names(TopicImage) if n not in ("id", "partitions")]
-    topics = tuple(
-        (tid, tuple(getattr(t, n) for n in topic_fields),
-         tuple((p, tuple(getattr(reg, n) for n in part_fields)) for p, reg in t.partitions.items()))
-        for tid, t in image.topics.items()
-    )
-    rest = {n: getattr(image, n) for n in _field_names(MetadataImage) if n != "topics"}
-    return (part_fields, tuple(topic_fields), topics, rest)
-
-
-def unpack_image(packed: tuple[Any, ...]) -> MetadataImage:
-    from .image import PartitionRegistration, TopicImage
-
-    part_fields, topic_fields, topics, rest = packed
-    if part_fields != _field_names(PartitionRegistration):
-        raise RuntimeError("the executors run another version of ctrlbatch than the driver (PartitionRegistration)")
-    rebuilt = {
-        tid: TopicImage(id=tid, partitions={p: PartitionRegistration(*values) for p, values in parts},
-                        **dict(zip(topic_fields, fields, strict=True)))
-        for tid, fields, parts in topics
-    }
-    return MetadataImage(topics=rebuilt, **rest)
 
 
 def is_leader_change(batch: LogBatch) -> bool:

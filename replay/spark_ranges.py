@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import pickle
 import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -44,10 +43,11 @@ from ctrlbatch.common import CommandError
 
 from .deltas import group_deltas
 from .image import EMPTY_IMAGE
-from .net_effect import NetBuilder, NetEffect, NotComposable
+from .net_effect import NetBuilder, NotComposable, PackedNet, compose
+from .packed_image import PackedImage, pack_image, unpack_image
 from .reading import TEXT_KINDS, EpochCheck, Position, ReadFrom
 from .records import ABORT_TRANSACTION_RECORD, BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, LogBatch
-from .spark_plan import HistorySource, Unit, is_leader_change, pack_image, unpack_image
+from .spark_plan import HistorySource, Unit, is_leader_change
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
@@ -55,8 +55,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def _itself(unit: Unit) -> Any:
-    return unit
+def _unpacked(unit: Unit, image: PackedImage) -> Any:
+    return attrs.evolve(unit, image=unpack_image(image))
 
 __all__ = ["RangeReport", "batch_cuts", "plan_ranges", "range_report", "serial_reason"]
 
@@ -108,7 +108,7 @@ class RangeReport:
     """What a phase-1 task found in its range (module rules); ``problem`` set: plan serially."""
 
     index: int
-    net: NetEffect | None
+    net: PackedNet | None  # NetEffect.pack(): plain values pickle and compose fast
     first: LogBatch | None  # the range's first batch, records dropped
     ended_at: Position | None
     next_offset: int
@@ -165,7 +165,7 @@ def range_report(source: HistorySource, index: int, begin: Position, stop: Posit
         return RangeReport(index, None, None, None, -1, -1, None, False, time.monotonic() - began, problem)
     end = reader.resume()
     expected = reader.offsets.expected if reader.offsets is not None else -1
-    return RangeReport(index, builder.effect(), watch.first, end.at, expected, reader.epochs.epoch, watch.leader,
+    return RangeReport(index, builder.effect().pack(), watch.first, end.at, expected, reader.epochs.epoch, watch.leader,
                        watch.open, time.monotonic() - began)
 
 
@@ -186,12 +186,13 @@ def _mismatch(before: RangeReport, report: RangeReport, begin: Position) -> str 
 
 
 def combine(reports: Iterable[RangeReport], begins: list[Position], planned: float,
-            ship: Callable[[Unit], T] = _itself) -> list[T] | str:
+            ship: Callable[[Unit, PackedImage], T] = _unpacked) -> list[T] | str:
     """Each range's unit, starting from the image the earlier ranges' net effects compose to;
-    or why the ranges do not compose (module rules). ``ship`` turns each unit into what is kept
-    (the engine: its image broadcast, so the driver holds one image at a time)."""
+    or why the ranges do not compose (module rules). ``ship`` gets each unit (its image left
+    empty) and its packed image, and returns what is kept (by default the unit with its image;
+    the engine: the image broadcast, so the driver holds one image at a time)."""
     units: list[T] = []
-    image, leader = EMPTY_IMAGE, None
+    image, leader = pack_image(EMPTY_IMAGE), None
     before: RangeReport | None = None
     for i, report in enumerate(reports):
         if report.problem is not None or report.net is None:
@@ -203,9 +204,9 @@ def combine(reports: Iterable[RangeReport], begins: list[Position], planned: flo
                 return why
             start = ReadFrom(*begins[i], before.next_offset, before.epoch)
         stop = None if i + 1 == len(begins) else ReadFrom(*begins[i + 1], report.next_offset, report.epoch)
-        units.append(ship(Unit(i, start, stop, image, leader, False, planned)))
+        units.append(ship(Unit(i, start, stop, EMPTY_IMAGE, leader, False, planned), image))
         try:
-            image = report.net.apply(image)
+            image = compose(report.net, image)
         except NotComposable as e:
             return f"range {i}: {e}"
         leader = report.leader or leader
@@ -234,8 +235,9 @@ class RangePlan:
         )
 
     def release(self) -> None:
+        """The images' broadcasts gone, on the executors and on the driver (its temp files)."""
         for image in self.images:
-            image.unpersist()
+            image.destroy()
 
 
 def plan_ranges(sc: SparkContext, source: HistorySource, history: Any, coalesce: int, unit_bytes: int,
@@ -249,18 +251,25 @@ def plan_ranges(sc: SparkContext, source: HistorySource, history: Any, coalesce:
     cut = time.monotonic() - clock
     if len(begins) == 1:
         return RangePlan([Unit(0, None, None, EMPTY_IMAGE, None, False)], None, {"plan_cuts": cut})
+    from pyspark import StorageLevel
+
     bounds = [(i, begins[i], begins[i + 1] if i + 1 < len(begins) else None) for i in range(len(begins))]
-    # pickled in the task and loaded one at a time here: the driver never holds every net effect as objects
-    blobs = sc.parallelize(bounds, len(bounds)).map(lambda b: pickle.dumps(range_report(source, *b), 5)).collect()
-    ranges = time.monotonic() - clock - cut
+    # computed in parallel and kept on disk, then read here one at a time: the driver never
+    # holds every net effect (at 10M records each names most of the 50,000 partitions)
+    reports = sc.parallelize(bounds, len(bounds)).map(lambda b: range_report(source, *b))
+    reports.persist(StorageLevel.DISK_ONLY)
     images: list[Any] = []
+    try:
+        reports.count()
+        ranges = time.monotonic() - clock - cut
 
-    def ship(unit: Unit) -> Unit:
-        images.append(sc.broadcast(pack_image(unit.image)))
-        return attrs.evolve(unit, image=EMPTY_IMAGE)
+        def ship(unit: Unit, image: PackedImage) -> Unit:
+            images.append(sc.broadcast(image))
+            return unit
 
-    units = combine((pickle.loads(b) for b in blobs), begins, 0.0, ship)
-    del blobs
+        units = combine(reports.toLocalIterator(), begins, 0.0, ship)
+    finally:
+        reports.unpersist()
     seconds = {"plan_cuts": cut, "plan_ranges": ranges, "plan_combine": time.monotonic() - clock - cut - ranges}
     if isinstance(units, str):
         for image in images:
