@@ -13,6 +13,11 @@ Rules of this module (image.py is the semantics; this module only re-orders its 
   one with ``apply_delta`` gives it, dict order included (copy on write: the base is not mutated):
   a key the range removed loses its place, a key the range added (or re-added after removing it)
   goes to the end in the order the fold appends it; every other key keeps its place.
+- The one implementation of that is ``compose(packed net, packed image)`` on plain values
+  (``NetEffect.pack``, packed_image): the Spark driver composes one image per unit with it, and
+  building an object per partition there cost 4x the time (1M records, 16 units: 12.6 s of CPU
+  with objects and attrs pickles, 2.9 s packed). ``apply`` packs, composes and unpacks, so the
+  property tests of ``apply`` test ``compose``; ``PartitionChange.apply`` is ``changed_values``.
 - Whatever a fold would refuse, and whatever this module does not compose, raises
   ``NotComposable`` (while building, or while applying, when it depends on the base). The caller
   (spark_plan) then plans the run serially, as before, which raises Kafka's error exactly.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import pickle
 import tempfile
 import uuid
 from typing import Any
@@ -15,7 +16,8 @@ from ctrlbatch.replay.deltas import group_deltas
 from ctrlbatch.replay.generator import generate_log, metadata_dir
 from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, PartitionRegistration, apply_delta
 from ctrlbatch.replay.metadata_classes import PartitionChangeRecord
-from ctrlbatch.replay.net_effect import NO_CHANGE, NetBuilder, NotComposable
+from ctrlbatch.replay.net_effect import NO_CHANGE, NetBuilder, NotComposable, compose
+from ctrlbatch.replay.packed_image import pack_image, unpack_image
 from ctrlbatch.replay.records import CLEAR_ELR_RECORD
 from ctrlbatch.replay.sources import open_history
 
@@ -108,3 +110,60 @@ def test_a_change_to_a_partition_the_image_lacks_does_not_compose() -> None:
         builder.add(delta.records, delta.last_offset, delta.epoch)
     with pytest.raises(NotComposable):
         builder.effect().apply(EMPTY_IMAGE)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(LOGS), st.lists(st.floats(0, 1), max_size=6))
+def test_packed_composition_equals_the_sequential_fold(log: tuple[int, int, int | None], fractions: list[float]) -> None:
+    """What the driver does: packed net effects (pickled, as a range task hands them over)
+    composed one after the other on a packed image, never unpacked in between; unpacked at each
+    cut it is the sequential fold's image, dict order included."""
+    deltas = _deltas(*log)
+    cuts = sorted({int(f * len(deltas)) for f in fractions} | {0, len(deltas)})
+    folded, packed = EMPTY_IMAGE, pack_image(EMPTY_IMAGE)
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        builder = NetBuilder()
+        span = deltas[lo:hi]
+        for delta in span:
+            folded = apply_delta(folded, delta.records, offset=delta.last_offset, epoch=delta.epoch)[0]
+        try:
+            for delta in span:
+                builder.add(delta.records, delta.last_offset, delta.epoch)
+            packed = compose(pickle.loads(pickle.dumps(builder.effect().pack(), 5)), packed)
+        except NotComposable:
+            assert any(r.type == CLEAR_ELR_RECORD for d in span for r in d.records)
+            return
+        assert _ordered(unpack_image(packed)) == _ordered(folded)
+        assert _ordered(unpack_image(pack_image(folded))) == _ordered(folded)
+
+
+def test_a_packed_image_from_another_version_is_refused() -> None:
+    packed = pack_image(_folded(*LOGS[0]))
+    with pytest.raises(RuntimeError, match="another version of ctrlbatch"):
+        unpack_image(packed._replace(part_fields=(*packed.part_fields, "directories")))
+
+
+def test_composing_shares_what_the_range_did_not_touch() -> None:
+    """Copy on write: a topic the range left alone is the same object in both packed images."""
+    deltas = _deltas(*LOGS[2])
+    half = len(deltas) // 2
+    base = pack_image(_fold(deltas[:half]))
+    builder = NetBuilder()
+    for delta in deltas[half:half + 5]:
+        builder.add(delta.records, delta.last_offset, delta.epoch)
+    net = builder.effect().pack()
+    after = compose(net, base)
+    untouched = [tid for tid in base.topics if tid not in net.topics]
+    assert untouched and all(after.topics[tid] is base.topics[tid] for tid in untouched)
+    assert _ordered(unpack_image(after)) == _ordered(_fold(deltas[:half + 5]))
+
+
+def _fold(deltas: list[Any]) -> MetadataImage:
+    image = EMPTY_IMAGE
+    for delta in deltas:
+        image = apply_delta(image, delta.records, offset=delta.last_offset, epoch=delta.epoch)[0]
+    return image
+
+
+def _folded(seed: int, level: int, upgrade: int | None) -> MetadataImage:
+    return _fold(_deltas(seed, level, upgrade))
