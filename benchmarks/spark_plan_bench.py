@@ -61,6 +61,24 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
+def _hwm_mib() -> float:
+    """This process's peak RSS (VmHWM) in MiB: the driver's, which replay_bench compares 1M to 10M."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _reset_hwm() -> None:
+    """Start the peak RSS afresh (Linux: writing 5 to clear_refs resets VmHWM to the current RSS)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
 def _driver_cpu() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     return own.ru_utime + own.ru_stime
@@ -76,6 +94,7 @@ def run(spark: Any, path: str, serial: bool) -> dict[str, Any]:
         spark_ranges.serial_reason = lambda history, coalesce: "forced by the benchmark"
     try:
         load = os.getloadavg()[0]
+        _reset_hwm()
         cpu0, driver0, start = _tree_cpu(), _driver_cpu(), time.monotonic()
         result = replay_spark(spark, HistorySource(path), ReplayOptions())
         wall = time.monotonic() - start
@@ -85,7 +104,7 @@ def run(spark: Any, path: str, serial: bool) -> dict[str, Any]:
     plan = sum(v for k, v in result.seconds.items() if k.startswith("plan"))
     serial_work = driver + result.seconds.get("plan", 0.0)
     return {"planned": result.planned, "seconds": result.seconds, "wall": wall, "plan": plan, "cpu": cpu,
-            "serial": serial_work, "load": (load, os.getloadavg()[0]), "units": result.units}
+            "serial": serial_work, "load": (load, os.getloadavg()[0]), "units": result.units, "hwm": _hwm_mib()}
 
 
 def main() -> None:
@@ -104,6 +123,7 @@ def main() -> None:
         print(f"{'serial' if serial else 'parallel'} plan ({r['planned']}; {r['units']} units), "
               f"load {r['load'][0]:.2f} -> {r['load'][1]:.2f}:")
         print(f"  plan {r['plan']:.1f} s of {r['wall']:.1f} s wall ({r['plan'] / r['wall']:.1%}); {phases}")
+        print(f"  driver peak RSS {r['hwm']:.0f} MiB (this process: the plan, the replay; no rows written)")
         print(f"  serial work {r['serial']:.1f} s of {r['cpu']:.1f} s CPU ({r['serial'] / r['cpu']:.1%}; target <= 5%)")
         sys.stdout.flush()
     spark.stop()
