@@ -102,6 +102,38 @@ def test_batch_cuts_are_batch_starts(tmp_path: Path) -> None:
     assert len(batch_cuts(history.segments, 700, 5)) == 4
 
 
+def _hopped(segments: list[str], unit_bytes: int, max_units: int) -> list[tuple[int, int]]:
+    """batch_cuts' rule, on each segment read whole: the reference the windowed read must match."""
+    cuts: list[tuple[int, int]] = []
+    done, next_cut = 0, unit_bytes
+    for seg, path in enumerate(segments):
+        data = Path(path).read_bytes()
+        pos = 0
+        while pos + 12 <= len(data):
+            if done + pos >= next_cut and (seg, pos) != (0, 0):
+                cuts.append((seg, pos))
+                if len(cuts) + 1 >= max_units:
+                    return cuts
+                next_cut = done + pos + unit_bytes
+            length = struct.unpack_from(">qi", data, pos)[1]
+            if length <= 0:
+                break
+            pos += 12 + length
+        done += len(data)
+    return cuts
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(LOGS), st.integers(1, 5000), st.integers(2, 200), st.integers(1, 3000))
+def test_batch_cuts_read_in_windows_equal_the_whole_segments(
+    log: tuple[int, int, int | None, int], unit_bytes: int, max_units: int, window: int
+) -> None:
+    """The window only changes how much is read at a time, never the cuts (a window shorter than
+    a prefix reads the prefix whole)."""
+    segments = HistorySource(_log(*log)).open().segments
+    assert batch_cuts(segments, unit_bytes, max_units, window) == _hopped(segments, unit_bytes, max_units)
+
+
 def test_what_is_planned_serially_says_why(tmp_path: Path) -> None:
     path = _log(*LOGS[0])
     history = HistorySource(path).open()
