@@ -16,6 +16,21 @@ serial plan 65.0 s in one task, serial work 65.2 s of 384.8 s CPU (16.9%); paral
 1.6 s, range tasks 86.9 s wall, combine 35.3 s wall (driver), serial work 11.9 s of 418.5 s CPU
 (2.8%). The plan's wall was longer at that load (2 cores for 16 range tasks and 10 other
 processes); the share of serial work is what caps a cluster.
+
+The driver's memory and its combine (issue 13), measured 2026-11-25 at load 8-12 on a shared
+2-core machine, the parallel plan alone in a driver (plan_ranges: cuts, range tasks, combine,
+broadcasts) on the 1M log (16 units) and a 3M one (same options, --records 3000000; 21 units):
+- batch_cuts used to map the segments: every page it hopped counted in the driver's RSS, +57
+  MiB at 1M, +162 MiB at 3M (about +530 MiB at 10M: most of the 255 -> 664 MiB growth the
+  replay bench measured). Read a window at a time: +2 MiB at both.
+- The driver's peak over the plan, with the windowed cuts, reports streamed and packed images:
+  187 MiB at 1M, 202 MiB at 3M (147 MiB before the plan at both); a whole 3M replay's driver
+  RSS stayed at 202 MiB from the combine to the end of the write.
+- The combine on the same range reports, offline (one process, load 10): 1M 12.6 s -> 2.9 s
+  CPU, 3M 19.2 s -> 4.4 s CPU (101.9 s -> 10.0 s wall) (NetEffect objects and attrs pickles ->
+  packed values); the reports pickle 2.3 MiB -> 0.8 MiB each at 3M. In the engine (wall, load
+  8-12, fetching the reports included): 1M 35.3 s -> 12.5 s, 200k records 32.2 s -> 13.1 s
+  (main's and this engine one after the other), 3M 17.4 s and 28.3 s in two runs.
 """
 
 from __future__ import annotations

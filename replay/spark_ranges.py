@@ -24,8 +24,8 @@ Rules of this module (the design: issue 13; the serial plan it stands in for: sp
   effects packed: ``NetEffect.pack``) are kept on disk by Spark (DISK_ONLY) and read here one at
   a time (``toLocalIterator``), and each unit's packed image is broadcast (written to a file) as
   soon as it is composed, so the driver holds one image, the next and one net effect at a time.
-  Measured: the driver's peak RSS with 16 units (1M records) and with 45 (3M), in
-  benchmarks/spark_plan_bench.py's header. The broadcasts are destroyed when the run ends
+  Measured (benchmarks/spark_plan_bench.py's header): the driver's peak over the plan 187 MiB
+  with 16 units (1M records), 202 MiB with 21 (3M). The broadcasts are destroyed when the run ends
   (``RangePlan.release``).
 - Anything else gives None with the reason, and the engine plans serially as before (which
   raises the exact error, with file and byte offset, where there is one): a range's reading or
