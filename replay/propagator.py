@@ -77,6 +77,7 @@ from .image import (
     PartitionRegistration,
     apply_delta,
 )
+from .incremental import incremental_sends
 from .metadata_classes import PartitionChangeRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
 from .records import MetadataRecord
 
@@ -156,7 +157,7 @@ class _Collector:
 class _Lisr:
     brokers: set[int]
     info: Any  # LeaderIsrAndControllerEpoch
-    assignment: ReplicaAssignment
+    reg: PartitionRegistration  # the replica assignment's source (one object, not a new one per add)
 
 
 @attrs.define(slots=True)
@@ -177,13 +178,12 @@ class _Plan:
         return not (self.umr_brokers or self.lisr or self.stop)
 
     def add_lisr(self, tp: TopicPartition, brokers: Iterable[int], info: Any, reg: PartitionRegistration) -> None:
-        assignment = ReplicaAssignment(reg.replicas, reg.adding_replicas, reg.removing_replicas)
         entry = self.lisr.get(tp)
         if entry is None:
-            self.lisr[tp] = _Lisr(set(brokers), info, assignment)
+            self.lisr[tp] = _Lisr(set(brokers), info, reg)
         else:
             entry.brokers.update(brokers)
-            entry.info, entry.assignment = info, assignment
+            entry.info, entry.reg = info, reg
         self.umr[tp] = None  # the add's side effect (CCM:446)
 
     def add_stop(self, tp: TopicPartition, brokers: Iterable[int]) -> None:
@@ -217,16 +217,16 @@ def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int, im
         batch.add_update_metadata_request_for_brokers_with_state((), tp, **explicit)
     if from_context:
         batch.add_update_metadata_request_for_brokers((), from_context)
-    lisr = sorted(plan.lisr.items(), key=_item_key)
-    first: dict[int, tuple[TopicPartition, _Lisr]] = {}
-    for tp, entry in lisr:
+    lisr = [(tp, entry, _assignment(entry.reg)) for tp, entry in sorted(plan.lisr.items(), key=_item_key)]
+    first: dict[int, tuple[TopicPartition, _Lisr, ReplicaAssignment]] = {}
+    for tp, entry, assignment in lisr:
         for b in entry.brokers:
-            first.setdefault(b, (tp, entry))
+            first.setdefault(b, (tp, entry, assignment))
     for b in sorted(first):
-        tp, entry = first[b]
-        batch.add_leader_and_isr_request_for_brokers((b,), tp, entry.info, entry.assignment, True)
-    for tp, entry in lisr:
-        batch.add_leader_and_isr_request_for_brokers(sorted(entry.brokers), tp, entry.info, entry.assignment, True)
+        tp, entry, assignment = first[b]
+        batch.add_leader_and_isr_request_for_brokers((b,), tp, entry.info, assignment, True)
+    for tp, entry, assignment in lisr:
+        batch.add_leader_and_isr_request_for_brokers(sorted(entry.brokers), tp, entry.info, assignment, True)
     stop = sorted(plan.stop.items(), key=_item_key)
     first_stop: dict[int, TopicPartition] = {}
     for tp, brokers in stop:
@@ -237,6 +237,10 @@ def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int, im
     for tp, brokers in stop:
         batch.add_stop_replica_request_for_brokers(sorted(brokers), tp, True)
     batch.send_requests_to_brokers(header_epoch)
+
+
+def _assignment(reg: PartitionRegistration) -> ReplicaAssignment:
+    return ReplicaAssignment(reg.replicas, reg.adding_replicas, reg.removing_replicas)
 
 
 def _all_partitions(image: MetadataImage) -> list[tuple[TopicPartition, PartitionRegistration]]:
@@ -340,10 +344,12 @@ def _image_plans(image: MetadataImage, options: ReplayOptions, ctx: MigrationCon
 
 def _send(
     image: MetadataImage, plans: tuple[_Plan, _Plan], ctx: MigrationControllerChannelContext, options: ReplayOptions,
-    controller_id: int, header_epoch: int, where: str, pieces: TopicPieces | None,
+    controller_id: int, header_epoch: int, where: str, pieces: TopicPieces | None, lean: bool = True,
 ) -> list[Send]:
     """Run the plans; an UpdateMetadata-only plan with every partition is built from ``pieces``
-    (full_image.py) at v5+, or through the batch like the others without them."""
+    (full_image.py) at v5+, or through the batch like the others without them; a plan without
+    every partition is built by incremental.py (``lean``), or through the batch when it falls
+    back or without ``lean``."""
     if all(p.empty() for p in plans):
         return []
     is_target = _TARGET_FILTERS[options.targets]
@@ -362,6 +368,15 @@ def _send(
                 version = update_metadata_version(mv)
                 if version >= FIRST_VERSION and pieces is not None:
                     _send_full_image(transport, image, plan, ctx, version, controller_id, header_epoch, pieces)
+                    continue
+            if lean:
+                sends = incremental_sends(
+                    plan, ctx, mv, controller_id=controller_id, header_epoch=header_epoch,
+                    listener=options.inter_broker_listener,
+                )
+                if sends is not None:
+                    for broker, request in sends:
+                        transport.send(broker, request, None)
                     continue
             _run(batch, plan, header_epoch, image)
     except IllegalStateError as e:
@@ -398,14 +413,16 @@ def _controller(leader_id: int | None, options: ReplayOptions) -> int:
 
 def _propagate_changes(
     image: MetadataImage, changes: DeltaChanges, options: ReplayOptions, *, controller_id: int, header_epoch: int,
-    pieces: TopicPieces | None = _PIECES,
+    pieces: TopicPieces | None = _PIECES, lean: bool = True,
 ) -> list[Send]:
-    """The sends for a delta already applied: ``image`` is the image after it."""
+    """The sends for a delta already applied: ``image`` is the image after it. ``pieces=None``
+    and ``lean=False`` take the batch path for every plan (the tests' reference)."""
     if not changes.touched:
         return []
     ctx = MigrationControllerChannelContext(image)
     plans = _delta_plans(image, changes, options, ctx, header_epoch)
-    return _send(image, plans, ctx, options, controller_id, header_epoch, f"delta at offset {image.offset}", pieces)
+    where = f"delta at offset {image.offset}"
+    return _send(image, plans, ctx, options, controller_id, header_epoch, where, pieces, lean)
 
 
 def propagate_delta(prev: MetadataImage, delta: Delta, options: ReplayOptions) -> tuple[MetadataImage, list[Send]]:
@@ -443,12 +460,13 @@ def propagate_image(
 
 def _image_sends(
     image: MetadataImage, options: ReplayOptions, leader_id: int | None, pieces: TopicPieces | None = _PIECES,
+    lean: bool = True,
 ) -> list[Send]:
     header_epoch = image.epoch if options.zk_controller_epoch is None else options.zk_controller_epoch
     ctx = MigrationControllerChannelContext(image)
     plans = _image_plans(image, options, ctx)
     where = f"image at offset {image.offset}"
-    return _send(image, plans, ctx, options, _controller(leader_id, options), header_epoch, where, pieces)
+    return _send(image, plans, ctx, options, _controller(leader_id, options), header_epoch, where, pieces, lean)
 
 
 # ----------------------------------------------------------------------------- partial images
