@@ -41,6 +41,11 @@ is assembled from full_image.TopicPieces, the encoded topic states kept across d
 one per process, bounded by the image: see full_image's rules), with the batch's own envelope,
 destinations and order; tests/replay/test_full_image.py checks every such body against the
 batch-built one.
+Partition-level batch: every other plan (batch B of a delta, INCREMENTAL, and of an image, FULL)
+is not fed to the batch add by add either: incremental.py builds the same Sends directly (each
+state made once, per-broker lists built in the canonical order above, the batch's makers and
+builders), and falls back to the batch on anything it does not cover (see its rules);
+tests/replay/test_incremental.py checks every such Send against the batch-built one.
 Public: ReplayOptions, Send, propagate_delta, propagate_image (and TARGETS). The partial-image
 helpers at the end (_touched_topics, _needs_full_image, _partial_image) state a contract the
 tests check; no engine uses them yet.
