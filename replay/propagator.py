@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -357,14 +357,10 @@ def _send(
     back or without ``lean``."""
     if all(p.empty() for p in plans):
         return []
-    is_target = _TARGET_FILTERS[options.targets]
-    channel = frozenset(b for b, reg in image.brokers.items() if is_target(reg) and not reg.fenced)
+    channel = _channel(image.brokers, options.targets)
     transport = _Collector(channel)
     mv = options.ibp or image.metadata_version
-    batch = ControllerBrokerRequestBatch(
-        controller_id, ctx, mv, transport,
-        kraft_controller=True, inter_broker_listener_name=options.inter_broker_listener,
-    )
+    batch: ControllerBrokerRequestBatch | None = None  # made when a plan needs it
     try:
         for plan in plans:
             if plan.empty():
@@ -380,13 +376,33 @@ def _send(
                     listener=options.inter_broker_listener,
                 )
                 if sends is not None:
-                    for broker, request in sends:
-                        transport.send(broker, request, None)
+                    transport.sends.extend([Send(broker, request, broker not in channel) for broker, request in sends])
                     continue
+            if batch is None:
+                batch = ControllerBrokerRequestBatch(
+                    controller_id, ctx, mv, transport,
+                    kraft_controller=True, inter_broker_listener_name=options.inter_broker_listener,
+                )
             _run(batch, plan, header_epoch, image)
     except IllegalStateError as e:
         raise MetadataReplayError(None, f"{where}: the batch failed: {e}") from e
     return transport.sends
+
+
+_channels_kept: list[tuple[Mapping[int, BrokerRegistration], str, frozenset[int]]] = []
+
+
+def _channel(brokers: Mapping[int, BrokerRegistration], targets: str) -> frozenset[int]:
+    """The brokers with a channel (registered, unfenced targets), kept for the last brokers
+    mapping: apply_delta keeps the mapping object while no broker record changes it, and an
+    image never changes, so the same object gives the same set."""
+    kept = _channels_kept[0] if _channels_kept else None
+    if kept is not None and kept[0] is brokers and kept[1] == targets:
+        return kept[2]
+    is_target = _TARGET_FILTERS[targets]
+    channel = frozenset(b for b, reg in brokers.items() if is_target(reg) and not reg.fenced)
+    _channels_kept[:] = [(brokers, targets, channel)]
+    return channel
 
 
 def _send_full_image(
