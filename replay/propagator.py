@@ -283,7 +283,7 @@ def _delta_plans(
     changed_zk = {
         b for b, reg in changes.changed_brokers.items() if reg is not None and is_target(reg) and not reg.fenced
     }
-    zk = {b for b, reg in image.brokers.items() if is_target(reg)}
+    zk = _targets(image.brokers, options.targets)[0]
     old_zk = zk - changed_zk
     brokers_changed = bool(changes.changed_brokers)
 
@@ -357,7 +357,7 @@ def _send(
     back or without ``lean``."""
     if all(p.empty() for p in plans):
         return []
-    channel = _channel(image.brokers, options.targets)
+    channel = _targets(image.brokers, options.targets)[1]
     transport = _Collector(channel)
     mv = options.ibp or image.metadata_version
     batch: ControllerBrokerRequestBatch | None = None  # made when a plan needs it
@@ -389,20 +389,22 @@ def _send(
     return transport.sends
 
 
-_channels_kept: list[tuple[Mapping[int, BrokerRegistration], str, frozenset[int]]] = []
+_targets_kept: list[tuple[Mapping[int, BrokerRegistration], str, tuple[frozenset[int], frozenset[int]]]] = []
 
 
-def _channel(brokers: Mapping[int, BrokerRegistration], targets: str) -> frozenset[int]:
-    """The brokers with a channel (registered, unfenced targets), kept for the last brokers
-    mapping: apply_delta keeps the mapping object while no broker record changes it, and an
-    image never changes, so the same object gives the same set."""
-    kept = _channels_kept[0] if _channels_kept else None
+def _targets(brokers: Mapping[int, BrokerRegistration], targets: str) -> tuple[frozenset[int], frozenset[int]]:
+    """The target brokers and those with a channel (registered, unfenced targets), kept for
+    the last brokers mapping: apply_delta keeps the mapping object while no broker record
+    changes it, and an image never changes, so the same object gives the same sets (small
+    deltas: 100 filter calls each saved)."""
+    kept = _targets_kept[0] if _targets_kept else None
     if kept is not None and kept[0] is brokers and kept[1] == targets:
         return kept[2]
     is_target = _TARGET_FILTERS[targets]
-    channel = frozenset(b for b, reg in brokers.items() if is_target(reg) and not reg.fenced)
-    _channels_kept[:] = [(brokers, targets, channel)]
-    return channel
+    zk = frozenset(b for b, reg in brokers.items() if is_target(reg))
+    sets = zk, frozenset(b for b in zk if not brokers[b].fenced)
+    _targets_kept[:] = [(brokers, targets, sets)]
+    return sets
 
 
 def _send_full_image(

@@ -84,7 +84,7 @@ def _compare_history(path: Path, options: ReplayOptions) -> collections.Counter[
     for delta in group_deltas(history.batches(), 1):
         image, changes = apply_delta(image, delta.records, offset=delta.last_offset, epoch=delta.epoch)
         header = delta.epoch if options.zk_controller_epoch is None else options.zk_controller_epoch
-        kw = {"image": image, "changes": changes, "options": options,
+        kw: dict[str, Any] = {"image": image, "changes": changes, "options": options,
               "controller_id": _controller(delta.leader_id, options), "header_epoch": header}
         got = _sends(_propagate_changes, pieces=None, lean=True, **kw)
         want = _sends(_propagate_changes, pieces=None, lean=False, **kw)
@@ -111,7 +111,7 @@ def test_the_real_sample_every_delta(sample_dir: Path) -> None:
     assert seen["deltas"] > 100 and seen["lean"] > 0 and seen["lisr"] > 0 and seen["umr"] > 0
 
 
-@pytest.mark.parametrize("ibp", [None, MV.IBP_2_4_IV1, MV.IBP_0_8_0], ids=str)
+@pytest.mark.parametrize("ibp", [None, MV.IBP_2_8_IV1, MV.IBP_2_4_IV1, MV.IBP_0_8_0], ids=str)
 def test_a_generated_log_every_delta(tmp_path: Path, ibp: MetadataVersion | None) -> None:
     generate_log(tmp_path, brokers=6, topics=12, partitions=120, records=8_000, seed=5, snapshots=1)
     seen = _compare_history(tmp_path, ReplayOptions(ibp=ibp))
