@@ -45,7 +45,9 @@ Partition-level batch: every other plan (batch B of a delta, INCREMENTAL, and of
 is not fed to the batch add by add either: incremental.py builds the same Sends directly (each
 state made once, per-broker lists built in the canonical order above, the batch's makers and
 builders), and falls back to the batch on anything it does not cover (see its rules);
-tests/replay/test_incremental.py checks every such Send against the batch-built one.
+tests/replay/test_incremental.py checks every such Send against the batch-built one. The
+target and channel broker sets are kept for the last brokers mapping (``_targets``: an image's
+mapping never changes and apply_delta keeps it while no broker record touches it).
 Public: ReplayOptions, Send, propagate_delta, propagate_image (and TARGETS). The partial-image
 helpers at the end (_touched_topics, _needs_full_image, _partial_image) state a contract the
 tests check; no engine uses them yet.
