@@ -159,9 +159,11 @@ class TopicPieces:
         known: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]] = {}
         layout = _layout(version)
         head = None
+        same_brokers = False  # the kept states' offline replicas still hold: only new registrations re-encode
         if entry is not None and entry.controller_epoch == controller_epoch and entry.version == version \
                 and entry.topic.name == topic.name:
-            if entry.topic is topic and entry.registered is registered:
+            same_brokers = entry.registered is registered
+            if same_brokers and entry.topic is topic:
                 return entry
             known, head = entry.partitions, entry.head
         if head is None:
@@ -173,11 +175,12 @@ class TopicPieces:
         chunks = [head, array_count(len(parts), layout.flexible)]
         for p in sorted(parts):
             reg = parts[p]
-            offline = tuple([r for r in reg.replicas if r not in registered])
             old = known.get(p)
-            if old is None or old[0] is not reg or old[1] != offline:
-                old = (reg, offline, encode(_state(name, p, reg, controller_epoch, offline)))
-                self.encoded += 1
+            if old is None or old[0] is not reg or not same_brokers:
+                offline = tuple([r for r in reg.replicas if r not in registered])
+                if old is None or old[0] is not reg or old[1] != offline:
+                    old = (reg, offline, encode(_state(name, p, reg, controller_epoch, offline)))
+                    self.encoded += 1
             kept[p] = old
             chunks.append(old[2])
         chunks.append(layout.topic_tail)
