@@ -9,8 +9,13 @@ Rules of this module:
   over its byte range, starting from the image the plan carried to it.
 - Its output is the delivered sends as ``rows.SendGroup`` values, in send order; the summary
   counts every batch read (records by type), dropped sends per API, every delivered request per
-  API and broker (a send group at once), and each delta; ``delivered`` counts the requests per broker (a Spark unit's
-  share of the per-broker ``seq``).
+  API and broker, and each delta; ``delivered`` counts the requests per broker (a Spark unit's
+  share of the per-broker ``seq``). Delivered groups are tallied per (API, broker set) (the
+  UpdateMetadata fan-out goes to the same live brokers delta after delta) and settled into the
+  summary and ``delivered`` when ``groups`` ends (or is closed) and whenever MAX_TALLY keys are
+  held, so counting costs a few operations per group, not per broker, and its memory is bounded.
+  Read them once the groups are exhausted (tests/replay/test_local_engine.py checks them against
+  count_row on every row).
 - A record the replay refuses (MetadataReplayError) is named by the file and byte offset (or
   line) of its batch, like an input error (errors.BatchTrail), or by the input as a whole when
   its batch has left the trail's window. ``locate`` does it, for the planner too.
