@@ -17,7 +17,7 @@ Rules:
   a time) turn into rows, numbering ``seq`` per broker. The Spark engine ships the groups between
   its stages and expands them where the rows are written. ``expand_columns`` appends per row only
   what differs between a group's rows (broker, seq, sha256, frame) and spreads the group's shared
-  values when a chunk is made (C loops), the same column lists the per-row dicts give (a test).
+  values when a chunk is made, the same column lists the per-row dicts give (a property test).
 - Row making is on the hot path of both engines: benchmarks/rows_bench.py holds it to at least
   the speed of the per-send encoder it replaced (results/rows_bench.json).
 """
