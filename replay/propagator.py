@@ -41,6 +41,13 @@ is assembled from full_image.TopicPieces, the encoded topic states kept across d
 one per process, bounded by the image: see full_image's rules), with the batch's own envelope,
 destinations and order; tests/replay/test_full_image.py checks every such body against the
 batch-built one.
+Partition-level batch: every other plan (batch B of a delta, INCREMENTAL, and of an image, FULL)
+is not fed to the batch add by add either: incremental.py builds the same Sends directly (each
+state made once, per-broker lists built in the canonical order above, the batch's makers and
+builders), and falls back to the batch on anything it does not cover (see its rules);
+tests/replay/test_incremental.py checks every such Send against the batch-built one. The
+target and channel broker sets are kept for the last brokers mapping (``_targets``: an image's
+mapping never changes and apply_delta keeps it while no broker record touches it).
 Public: ReplayOptions, Send, propagate_delta, propagate_image (and TARGETS). The partial-image
 helpers at the end (_touched_topics, _needs_full_image, _partial_image) state a contract the
 tests check; no engine uses them yet.
@@ -50,7 +57,7 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -77,6 +84,7 @@ from .image import (
     PartitionRegistration,
     apply_delta,
 )
+from .incremental import incremental_sends
 from .metadata_classes import PartitionChangeRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
 from .records import MetadataRecord
 
@@ -156,7 +164,7 @@ class _Collector:
 class _Lisr:
     brokers: set[int]
     info: Any  # LeaderIsrAndControllerEpoch
-    assignment: ReplicaAssignment
+    reg: PartitionRegistration  # the replica assignment's source (one object, not a new one per add)
 
 
 @attrs.define(slots=True)
@@ -177,13 +185,12 @@ class _Plan:
         return not (self.umr_brokers or self.lisr or self.stop)
 
     def add_lisr(self, tp: TopicPartition, brokers: Iterable[int], info: Any, reg: PartitionRegistration) -> None:
-        assignment = ReplicaAssignment(reg.replicas, reg.adding_replicas, reg.removing_replicas)
         entry = self.lisr.get(tp)
         if entry is None:
-            self.lisr[tp] = _Lisr(set(brokers), info, assignment)
+            self.lisr[tp] = _Lisr(set(brokers), info, reg)
         else:
             entry.brokers.update(brokers)
-            entry.info, entry.assignment = info, assignment
+            entry.info, entry.reg = info, reg
         self.umr[tp] = None  # the add's side effect (CCM:446)
 
     def add_stop(self, tp: TopicPartition, brokers: Iterable[int]) -> None:
@@ -217,16 +224,16 @@ def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int, im
         batch.add_update_metadata_request_for_brokers_with_state((), tp, **explicit)
     if from_context:
         batch.add_update_metadata_request_for_brokers((), from_context)
-    lisr = sorted(plan.lisr.items(), key=_item_key)
-    first: dict[int, tuple[TopicPartition, _Lisr]] = {}
-    for tp, entry in lisr:
+    lisr = [(tp, entry, _assignment(entry.reg)) for tp, entry in sorted(plan.lisr.items(), key=_item_key)]
+    first: dict[int, tuple[TopicPartition, _Lisr, ReplicaAssignment]] = {}
+    for tp, entry, assignment in lisr:
         for b in entry.brokers:
-            first.setdefault(b, (tp, entry))
+            first.setdefault(b, (tp, entry, assignment))
     for b in sorted(first):
-        tp, entry = first[b]
-        batch.add_leader_and_isr_request_for_brokers((b,), tp, entry.info, entry.assignment, True)
-    for tp, entry in lisr:
-        batch.add_leader_and_isr_request_for_brokers(sorted(entry.brokers), tp, entry.info, entry.assignment, True)
+        tp, entry, assignment = first[b]
+        batch.add_leader_and_isr_request_for_brokers((b,), tp, entry.info, assignment, True)
+    for tp, entry, assignment in lisr:
+        batch.add_leader_and_isr_request_for_brokers(sorted(entry.brokers), tp, entry.info, assignment, True)
     stop = sorted(plan.stop.items(), key=_item_key)
     first_stop: dict[int, TopicPartition] = {}
     for tp, brokers in stop:
@@ -237,6 +244,10 @@ def _run(batch: ControllerBrokerRequestBatch, plan: _Plan, header_epoch: int, im
     for tp, brokers in stop:
         batch.add_stop_replica_request_for_brokers(sorted(brokers), tp, True)
     batch.send_requests_to_brokers(header_epoch)
+
+
+def _assignment(reg: PartitionRegistration) -> ReplicaAssignment:
+    return ReplicaAssignment(reg.replicas, reg.adding_replicas, reg.removing_replicas)
 
 
 def _all_partitions(image: MetadataImage) -> list[tuple[TopicPartition, PartitionRegistration]]:
@@ -274,7 +285,7 @@ def _delta_plans(
     changed_zk = {
         b for b, reg in changes.changed_brokers.items() if reg is not None and is_target(reg) and not reg.fenced
     }
-    zk = {b for b, reg in image.brokers.items() if is_target(reg)}
+    zk = _targets(image.brokers, options.targets)[0]
     old_zk = zk - changed_zk
     brokers_changed = bool(changes.changed_brokers)
 
@@ -340,20 +351,18 @@ def _image_plans(image: MetadataImage, options: ReplayOptions, ctx: MigrationCon
 
 def _send(
     image: MetadataImage, plans: tuple[_Plan, _Plan], ctx: MigrationControllerChannelContext, options: ReplayOptions,
-    controller_id: int, header_epoch: int, where: str, pieces: TopicPieces | None,
+    controller_id: int, header_epoch: int, where: str, pieces: TopicPieces | None, lean: bool = True,
 ) -> list[Send]:
     """Run the plans; an UpdateMetadata-only plan with every partition is built from ``pieces``
-    (full_image.py) at v5+, or through the batch like the others without them."""
+    (full_image.py) at v5+, or through the batch like the others without them; a plan without
+    every partition is built by incremental.py (``lean``), or through the batch when it falls
+    back or without ``lean``."""
     if all(p.empty() for p in plans):
         return []
-    is_target = _TARGET_FILTERS[options.targets]
-    channel = frozenset(b for b, reg in image.brokers.items() if is_target(reg) and not reg.fenced)
+    channel = _targets(image.brokers, options.targets)[1]
     transport = _Collector(channel)
     mv = options.ibp or image.metadata_version
-    batch = ControllerBrokerRequestBatch(
-        controller_id, ctx, mv, transport,
-        kraft_controller=True, inter_broker_listener_name=options.inter_broker_listener,
-    )
+    batch: ControllerBrokerRequestBatch | None = None  # made when a plan needs it
     try:
         for plan in plans:
             if plan.empty():
@@ -363,10 +372,41 @@ def _send(
                 if version >= FIRST_VERSION and pieces is not None:
                     _send_full_image(transport, image, plan, ctx, version, controller_id, header_epoch, pieces)
                     continue
+            if lean:
+                sends = incremental_sends(
+                    plan, ctx, mv, controller_id=controller_id, header_epoch=header_epoch,
+                    listener=options.inter_broker_listener,
+                )
+                if sends is not None:
+                    transport.sends.extend([Send(broker, request, broker not in channel) for broker, request in sends])
+                    continue
+            if batch is None:
+                batch = ControllerBrokerRequestBatch(
+                    controller_id, ctx, mv, transport,
+                    kraft_controller=True, inter_broker_listener_name=options.inter_broker_listener,
+                )
             _run(batch, plan, header_epoch, image)
     except IllegalStateError as e:
         raise MetadataReplayError(None, f"{where}: the batch failed: {e}") from e
     return transport.sends
+
+
+_targets_kept: list[tuple[Mapping[int, BrokerRegistration], str, tuple[frozenset[int], frozenset[int]]]] = []
+
+
+def _targets(brokers: Mapping[int, BrokerRegistration], targets: str) -> tuple[frozenset[int], frozenset[int]]:
+    """The target brokers and those with a channel (registered, unfenced targets), kept for
+    the last brokers mapping: apply_delta keeps the mapping object while no broker record
+    changes it, and an image never changes, so the same object gives the same sets (small
+    deltas: 100 filter calls each saved)."""
+    kept = _targets_kept[0] if _targets_kept else None
+    if kept is not None and kept[0] is brokers and kept[1] == targets:
+        return kept[2]
+    is_target = _TARGET_FILTERS[targets]
+    zk = frozenset(b for b, reg in brokers.items() if is_target(reg))
+    sets = zk, frozenset(b for b in zk if not brokers[b].fenced)
+    _targets_kept[:] = [(brokers, targets, sets)]
+    return sets
 
 
 def _send_full_image(
@@ -398,14 +438,16 @@ def _controller(leader_id: int | None, options: ReplayOptions) -> int:
 
 def _propagate_changes(
     image: MetadataImage, changes: DeltaChanges, options: ReplayOptions, *, controller_id: int, header_epoch: int,
-    pieces: TopicPieces | None = _PIECES,
+    pieces: TopicPieces | None = _PIECES, lean: bool = True,
 ) -> list[Send]:
-    """The sends for a delta already applied: ``image`` is the image after it."""
+    """The sends for a delta already applied: ``image`` is the image after it. ``pieces=None``
+    and ``lean=False`` take the batch path for every plan (the tests' reference)."""
     if not changes.touched:
         return []
     ctx = MigrationControllerChannelContext(image)
     plans = _delta_plans(image, changes, options, ctx, header_epoch)
-    return _send(image, plans, ctx, options, controller_id, header_epoch, f"delta at offset {image.offset}", pieces)
+    where = f"delta at offset {image.offset}"
+    return _send(image, plans, ctx, options, controller_id, header_epoch, where, pieces, lean)
 
 
 def propagate_delta(prev: MetadataImage, delta: Delta, options: ReplayOptions) -> tuple[MetadataImage, list[Send]]:
@@ -443,12 +485,13 @@ def propagate_image(
 
 def _image_sends(
     image: MetadataImage, options: ReplayOptions, leader_id: int | None, pieces: TopicPieces | None = _PIECES,
+    lean: bool = True,
 ) -> list[Send]:
     header_epoch = image.epoch if options.zk_controller_epoch is None else options.zk_controller_epoch
     ctx = MigrationControllerChannelContext(image)
     plans = _image_plans(image, options, ctx)
     where = f"image at offset {image.offset}"
-    return _send(image, plans, ctx, options, _controller(leader_id, options), header_epoch, where, pieces)
+    return _send(image, plans, ctx, options, _controller(leader_id, options), header_epoch, where, pieces, lean)
 
 
 # ----------------------------------------------------------------------------- partial images
