@@ -5,7 +5,9 @@ them (the output directory, summary.json, report.png, the printed text) is the s
 the engines differ only in how rows and the summary are produced. Output is committed only
 after every part is written (``OutputDir``), so a failed run leaves no DIR behind. On a failure
 (or SIGINT/SIGTERM) the Spark session is stopped before the temporary directory is removed, so
-no executor writes into it afterwards. An executor's error reaches the user as the same one line
+no executor writes into it afterwards. Before report.png is drawn, the memory the replay freed
+is handed back to the system (engine.release_free_memory), so the report does not raise the
+run's peak RSS above the replay's. An executor's error reaches the user as the same one line
 the local engine gives (``spark_error_line``), never as a Java or Python stack trace. A history
 that yields no batch at all (and skipped nothing) is an error saying the input is empty.
 """
@@ -118,6 +120,7 @@ def _summary_dict(summary: Any) -> dict[str, Any]:
 
 def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
     """Run ``job``; with ``out_dir`` write requests/, summary.json and report.png atomically."""
+    from .engine import release_free_memory
     from .sources import open_history
 
     history = open_history(job.path, from_snapshot=job.from_snapshot, skip_corrupt=job.skip_corrupt)
@@ -135,6 +138,7 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
         outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller)
         if out is not None:
             write_json(out.summary_path, outcome.to_dict())
+            release_free_memory()  # the report's memory does not stack on the replay's freed heap
             with Progress("drawing report.png", enabled=job.progress):
                 timeline = broker_timeline(out.requests_dir, REPORT_BINS)
                 kraft = {b: (c["kraft_fetch_bytes"], c["zk_request_bytes"]) for b, c in summary.kraft_by_broker().items()}

@@ -6,14 +6,15 @@ Rules:
   lastContainedLogTimestamp); then every delta of the log after it, in offset order. The
   snapshot is folded over the empty image, so Kafka's finishSnapshot (whatever the snapshot
   does not hold is removed) has nothing to remove.
-- Each delivered request becomes a row (rows.expand_rows) in send order; ``seq`` counts per
+- Each delivered request becomes a row (rows.expand_rows or rows.expand_columns) in send order; ``seq`` counts per
   broker from 0 over the whole replay, and is the frame's correlation id. Dropped requests
   are counted per API, not rowed.
 - A record the replay refuses (MetadataReplayError) is named by the file and byte offset (or
   line) of its batch, as input errors are (errors.BatchTrail).
-- The engine skeleton (engine.EngineRun) and the row maker (rows.expand_rows) are the ones the
+- The engine skeleton (engine.EngineRun) and the row maker (rows.expand_columns) are the ones the
   Spark engine's units use: this module only chains them over the whole history.
-- Rows are produced lazily (an iterator): memory stays flat in the log size. The summary is
+- Rows are produced lazily (an iterator): memory stays flat in the log size (and the C heap
+  does not fragment with it: engine.fixed_mmap_threshold). The summary is
   complete once the rows are exhausted; ``ReplayResult.image`` is then the final image.
 - The cyclic collector runs rarely while the rows are produced (engine.rare_collections).
 - Rows come as dicts (``rows``) or as column chunks (``columns``, what the Parquet writer takes:

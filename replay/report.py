@@ -4,7 +4,10 @@ Rules of this module:
 - Input is the requests/ Parquet directory, read column-wise in record batches (timestamp,
   broker, bytes only) in two streaming passes: the first finds the time range and the brokers,
   the second counts into a brokers x time-buckets grid with numpy. Memory is the grid, never
-  the rows.
+  the rows. The files are read one by one, a row group at a time, without reader threads
+  (ParquetFile.iter_batches): pyarrow's dataset scanner, even with the least read-ahead, took
+  99 MiB over the process's RSS for the 1M-record generated log's 633,384 rows and 122 MiB for
+  the 3M-record log's 1,554,462; this reader takes 70 and 71 MiB.
 - Drawing uses matplotlib's Agg backend (no display needed) and UTC times on the x axis.
 - Any int64 timestamp is drawn. Bucket edges are computed with Python integers (exact; no
   float rounding or int64 overflow at the ends of the range) and brokers are found by binary
@@ -44,14 +47,14 @@ class BrokerTimeline:
 
 
 def _batches(requests_dir: Path) -> Any:
-    import pyarrow.dataset as ds
+    """The three columns of every Parquet file of requests_dir in record batches, one file and one
+    row group at a time, on this thread (see the rules)."""
+    import pyarrow.parquet as pq
 
-    dataset = ds.dataset(str(requests_dir), format="parquet")
-    # Little read-ahead: the scanner's default (16 batches of 1M rows, 4 files) can hold most of
-    # a big replay's rows at once, and memory must stay flat in the log size.
-    return dataset.to_batches(
-        columns=_COLUMNS, batch_size=1 << 16, batch_readahead=1, fragment_readahead=1, cache_metadata=False
-    )
+    files = sorted(p for p in requests_dir.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
+    for path in files:
+        with pq.ParquetFile(str(path)) as parquet:
+            yield from parquet.iter_batches(batch_size=1 << 16, columns=_COLUMNS, use_threads=False)
 
 
 INT64_MAX = (1 << 63) - 1

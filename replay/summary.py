@@ -5,8 +5,9 @@ Rules:
   the delivered rows; dropped requests per API; deltas with and without a delivered request;
   records read by type name (metadata records, NO_OP_RECORD from the batches' NoOp counts, and
   control records by their control type name), snapshot batches included.
-- The engines count a send group at once (``count_group``: n brokers, one request each),
-  equal to ``count_row`` per row (a property test), without a dict per row.
+- The engines count send groups at once (``count_group``: g groups of one API to the same n
+  brokers, one request per group to each), equal to ``count_row`` per row (a property test),
+  without a dict per row.
 - Counting is additive: ``merge`` adds another summary (one per Spark task, say), so both
   engines get the same totals whatever the split. ``to_dict`` is JSON-able with sorted keys
   (broker ids as strings); ``from_dict`` reads it back.
@@ -108,14 +109,15 @@ class ReplaySummary:
             counters["partitions"] += row["partitions"]
             counters["bytes"] += row["bytes"]
 
-    def count_group(self, api_key: int, partitions: int, size: int, brokers: Sequence[int]) -> None:
-        """The delivered requests of one send group (rows.SendGroup): one request of ``partitions``
-        states and ``size`` bytes to each of ``brokers``; the same counts as count_row per row."""
+    def count_group(self, api_key: int, partitions: int, size: int, brokers: Sequence[int], groups: int = 1) -> None:
+        """The delivered requests of ``groups`` send groups (rows.SendGroup) of one API to the same
+        ``brokers``: one request per group to each broker, ``partitions`` states and ``size`` bytes
+        in all (summed over the groups) to each; the same counts as count_row per row."""
         n = len(brokers)
-        if not n:
+        if not n or not groups:
             return
         c = self.by_api.setdefault(_api_name(api_key), Counter())
-        c["requests"] += n
+        c["requests"] += groups * n
         c["partitions"] += partitions * n
         c["bytes"] += size * n
         by_broker = self.by_broker
@@ -123,7 +125,7 @@ class ReplaySummary:
             counts = by_broker.get(b)
             if counts is None:
                 counts = by_broker[b] = Counter()
-            counts["requests"] += 1
+            counts["requests"] += groups
             counts["partitions"] += partitions
             counts["bytes"] += size
 

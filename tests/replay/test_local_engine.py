@@ -271,3 +271,30 @@ def test_a_refused_record_in_json_lines_is_named_by_its_line(tmp_path: Path) -> 
     with pytest.raises(MetadataReplayError, match=rf"^{path}, line 2 \(the batch of offsets 1-1\): record at offset 1 "
                        r"\(REMOVE_TOPIC_RECORD v0\): Unable to delete topic"):
         result.drain()
+
+
+@pytest.mark.parametrize("max_tally", [1, 3, 4_096])
+def test_tallied_groups_count_as_every_row_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_tally: int) -> None:
+    """The engine tallies send groups per (API, broker set) and settles them into the summary
+    and ``delivered`` (at MAX_TALLY keys and at the end): the same counts as count_row on every
+    row, and delivered is each broker's rows."""
+    from collections import Counter
+
+    from ctrlbatch.replay import engine
+    from ctrlbatch.replay.engine import EngineRun
+    from ctrlbatch.replay.generator import generate_log
+    from ctrlbatch.replay.rows import expand_rows
+    from ctrlbatch.replay.summary import ReplaySummary
+
+    monkeypatch.setattr(engine, "MAX_TALLY", max_tally)
+    generate_log(tmp_path / "log", brokers=5, topics=6, partitions=40, records=1_500, seed=3)
+    history = open_history(str(tmp_path / "log"))
+    run = EngineRun(history, ReplayOptions())
+    rows = list(expand_rows(run.groups(history.batches()), {}, False))
+    by_row = ReplaySummary()
+    for r in rows:
+        by_row.count_row(r)
+    assert len({r["broker"] for r in rows}) > 1 and len({r["api_key"] for r in rows}) > 1
+    assert run.summary.by_api == by_row.by_api and run.summary.by_broker == by_row.by_broker
+    assert run.delivered == Counter(r["broker"] for r in rows)
+    assert run.summary.deltas_with_requests == len({r["delta"] for r in rows})

@@ -26,3 +26,14 @@ def test_count_group_equals_count_row_per_row(groups: list[tuple[int, int, int, 
             by_row.count_row({"api_key": api_key, "partitions": partitions, "bytes": size, "broker": b})
     assert by_group.to_dict() == by_row.to_dict()
     assert by_group.by_api == by_row.by_api and by_group.by_broker == by_row.by_broker
+
+
+@given(_groups, st.integers(1, 5))
+def test_count_group_of_several_groups_equals_each_group(groups: list[tuple[int, int, int, list[int]]], times: int) -> None:
+    """count_group(..., groups=g) with summed partitions and bytes counts what g calls count."""
+    summed, each = ReplaySummary(), ReplaySummary()
+    for api_key, partitions, size, brokers in groups:
+        summed.count_group(api_key, partitions * times, size * times, brokers, times)
+        for _ in range(times):
+            each.count_group(api_key, partitions, size, brokers)
+    assert summed.to_dict() == each.to_dict() and summed.by_broker == each.by_broker

@@ -1,0 +1,54 @@
+"""expand_columns (per-group shared values spread when a chunk is made) gives exactly the rows
+expand_rows gives, in any chunking, column order and with or without frames (hypothesis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctrlbatch.replay import rows as rows_module
+from ctrlbatch.replay.rows import REQUEST_SCHEMA, SendGroup, expand_columns, expand_rows
+
+
+@st.composite
+def send_group(draw: st.DrawFn) -> SendGroup:
+    api_key, version = draw(st.sampled_from([(4, 7), (4, 4), (5, 3), (6, 8), (6, 7)]))
+    data = draw(st.binary(min_size=0, max_size=40))
+    epoch_offset = draw(st.none() | st.integers(0, max(0, len(data) - 8))) if len(data) >= 8 else None
+    brokers = tuple(draw(st.lists(st.integers(0, 6), min_size=1, max_size=5)))
+    return SendGroup(
+        draw(st.integers(0, 10**12)), draw(st.integers(-(2**40), 2**40)), api_key, version,
+        draw(st.integers(0, 3)), draw(st.integers(0, 2**31 - 1)), draw(st.none() | st.sampled_from([0, 1, 2])),
+        draw(st.integers(0, 10**5)), draw(st.integers(0, 10**9)), data, epoch_offset, brokers,
+        tuple(draw(st.integers(-1, 2**40)) for _ in brokers),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(send_group(), max_size=12), st.booleans(), st.integers(1, 7),
+    st.permutations(REQUEST_SCHEMA.names), st.dictionaries(st.integers(0, 6), st.integers(0, 1000), max_size=4),
+)
+def test_columns_are_the_rows(
+    groups: list[SendGroup], with_frames: bool, chunk: int, names: list[str], start: dict[int, int]
+) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rows_module, "ROWS_PER_CHUNK", chunk)
+        seq_rows, seq_cols = dict(start), dict(start)
+        rows = list(expand_rows(groups, seq_rows, with_frames))
+        chunks = list(expand_columns(groups, seq_cols, with_frames, names))
+    assert seq_rows == seq_cols
+    got: list[dict[str, Any]] = []
+    for c in chunks:
+        assert list(c) == names and len({len(v) for v in c.values()}) == 1
+        assert len(c["broker"]) >= chunk or c is chunks[-1]
+        got += [dict(zip(names, values, strict=True)) for values in zip(*c.values(), strict=True)]
+    assert got == [{n: r[n] for n in names} for r in rows]
+
+
+def test_an_unknown_column_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="not columns of REQUEST_SCHEMA"):
+        list(expand_columns([], {}, False, ["delta", "nope"]))
