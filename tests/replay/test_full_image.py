@@ -81,8 +81,8 @@ def test_a_generated_log_every_delta_and_the_pieces_save_work(tmp_path: Path, ib
     assert encoded < full * 120 / 2  # touched partitions only, not every partition of every full send
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
+# Generated logs of the shapes the generator makes (test_incremental's property test too).
+GENERATED_LOGS: dict[str, Any] = dict(
     seed=st.integers(0, 2**31),
     brokers=st.integers(1, 7),
     topics=st.integers(1, 8),
@@ -90,9 +90,12 @@ def test_a_generated_log_every_delta_and_the_pieces_save_work(tmp_path: Path, ib
     records=st.integers(200, 3_000),
     level=st.sampled_from([8, 14, 21, 25, 33]),  # 3.4-IV0, 3.6-IV2, 3.9-IV0, 4.0-IV3, 4.4-IV2
     snapshots=st.sampled_from([0, 1]),
-    ibp=st.sampled_from(IBPS),
     targets=st.sampled_from(["all", "migrating"]),
-)
+)  # and ibp: each test its own versions
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**GENERATED_LOGS, ibp=st.sampled_from(IBPS))
 def test_generated_logs_every_delta(
     seed: int, brokers: int, topics: int, partitions: int, records: int, level: int, snapshots: int,
     ibp: MetadataVersion | None, targets: Any,

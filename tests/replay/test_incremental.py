@@ -40,6 +40,8 @@ from ctrlbatch.replay.propagator import (
 from ctrlbatch.replay.sources import open_history
 from ctrlbatch.requests.apis import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 
+from .test_full_image import GENERATED_LOGS
+
 MV = MetadataVersion
 # (LeaderAndIsr, UpdateMetadata, StopReplica) versions: the log's, then older ones down to v0
 IBPS = [
@@ -120,15 +122,8 @@ def test_a_generated_log_every_delta(tmp_path: Path, ibp: MetadataVersion | None
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    seed=st.integers(0, 2**31),
-    brokers=st.integers(1, 7),
-    topics=st.integers(1, 8),
-    partitions=st.integers(1, 60),
-    records=st.integers(200, 3_000),
-    level=st.sampled_from([8, 14, 21, 25, 33]),  # 3.4-IV0, 3.6-IV2, 3.9-IV0, 4.0-IV3, 4.4-IV2
-    snapshots=st.sampled_from([0, 1]),
+    **GENERATED_LOGS,
     ibp=st.sampled_from(IBPS),
-    targets=st.sampled_from(["all", "migrating"]),
     correct_offline=st.booleans(),
     zk_epoch=st.sampled_from([None, 7]),
 )

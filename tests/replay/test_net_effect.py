@@ -6,6 +6,7 @@ import functools
 import pickle
 import tempfile
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -76,24 +77,36 @@ def _deltas(seed: int, level: int, upgrade: int | None) -> list[Any]:
 LOGS = [(1, 14, 21), (2, 8, 21), (3, 21, None), (4, 23, 33), (5, 12, 30)]
 
 
+def _ranges(log: tuple[int, int, int | None], fractions: list[float]) -> Iterator[tuple[list[Any], MetadataImage, Any]]:
+    """The log's deltas cut at the fractions: each range's deltas, the sequential fold's image
+    after it, and a function giving the range's net effect (raises NotComposable as the builder does)."""
+    deltas = _deltas(*log)
+    cuts = sorted({int(f * len(deltas)) for f in fractions} | {0, len(deltas)})
+    folded = EMPTY_IMAGE
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        span = deltas[lo:hi]
+        for delta in span:
+            folded = apply_delta(folded, delta.records, offset=delta.last_offset, epoch=delta.epoch)[0]
+
+        def effect(span: list[Any] = span) -> Any:
+            builder = NetBuilder()
+            for delta in span:
+                builder.add(delta.records, delta.last_offset, delta.epoch)
+            return builder.effect()
+
+        yield span, folded, effect
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(LOGS), st.lists(st.floats(0, 1), max_size=6))
 def test_composed_ranges_equal_the_sequential_fold(log: tuple[int, int, int | None], fractions: list[float]) -> None:
     """Random generated logs cut at random deltas: each range's net effect applied in order to the
     image before it gives the sequential fold's image at every cut, dict order included; a range
     that does not compose holds a ClearElrRecord (the one case a generated log has)."""
-    deltas = _deltas(*log)
-    cuts = sorted({int(f * len(deltas)) for f in fractions} | {0, len(deltas)})
-    folded, composed = EMPTY_IMAGE, EMPTY_IMAGE
-    for lo, hi in zip(cuts, cuts[1:], strict=False):
-        builder = NetBuilder()
-        span = deltas[lo:hi]
-        for delta in span:
-            folded = apply_delta(folded, delta.records, offset=delta.last_offset, epoch=delta.epoch)[0]
+    composed = EMPTY_IMAGE
+    for span, folded, effect in _ranges(log, fractions):
         try:
-            for delta in span:
-                builder.add(delta.records, delta.last_offset, delta.epoch)
-            composed = builder.effect().apply(composed)
+            composed = effect().apply(composed)
         except NotComposable:
             assert any(r.type == CLEAR_ELR_RECORD for d in span for r in d.records)
             return
@@ -118,18 +131,10 @@ def test_packed_composition_equals_the_sequential_fold(log: tuple[int, int, int 
     """What the driver does: packed net effects (pickled, as a range task hands them over)
     composed one after the other on a packed image, never unpacked in between; unpacked at each
     cut it is the sequential fold's image, dict order included."""
-    deltas = _deltas(*log)
-    cuts = sorted({int(f * len(deltas)) for f in fractions} | {0, len(deltas)})
-    folded, packed = EMPTY_IMAGE, pack_image(EMPTY_IMAGE)
-    for lo, hi in zip(cuts, cuts[1:], strict=False):
-        builder = NetBuilder()
-        span = deltas[lo:hi]
-        for delta in span:
-            folded = apply_delta(folded, delta.records, offset=delta.last_offset, epoch=delta.epoch)[0]
+    packed = pack_image(EMPTY_IMAGE)
+    for span, folded, effect in _ranges(log, fractions):
         try:
-            for delta in span:
-                builder.add(delta.records, delta.last_offset, delta.epoch)
-            packed = compose(pickle.loads(pickle.dumps(builder.effect().pack(), 5)), packed)
+            packed = compose(pickle.loads(pickle.dumps(effect().pack(), 5)), packed)
         except NotComposable:
             assert any(r.type == CLEAR_ELR_RECORD for d in span for r in d.records)
             return
