@@ -151,6 +151,22 @@ DEFAULT_INTER_BROKER_LISTENER = SecurityProtocol.PLAINTEXT.default_listener_name
 _V0_PROTOCOL = SecurityProtocol.PLAINTEXT
 _V0_LISTENER = _V0_PROTOCOL.default_listener_name
 
+
+def umr_state_from_view(tp: TopicPartition, view: tuple[Any, ...]) -> UpdateMetadataPartitionState:
+    """A partition's UpdateMetadata state from the context's update_metadata_view (CCM:466-486):
+    its leadership with the offline replicas, leader -2 and epochs 0 while its topic is queued for
+    deletion. Shared with callers that assemble the batch's sends themselves (replay/incremental.py)."""
+    info, replicas, offline, queued = view
+    lai = info.leader_and_isr
+    if queued:
+        leader, leader_epoch, partition_epoch = LeaderAndIsr.LEADER_DURING_DELETE, 0, 0
+    else:
+        leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
+    return _make_umr_state(  # type: ignore[no-any-return]
+        tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline
+    )
+
+
 MetadataVersionArg = MetadataVersion | str | Callable[[], MetadataVersion]
 ContextArg = ControllerChannelContext | Callable[[], ControllerChannelContext]
 
@@ -452,15 +468,7 @@ class ControllerBrokerRequestBatch:
         if view is None:
             _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
             return
-        info, replicas, offline, queued = view
-        lai = info.leader_and_isr
-        if queued:
-            leader, leader_epoch, partition_epoch = LeaderAndIsr.LEADER_DURING_DELETE, 0, 0
-        else:
-            leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
-        self.update_metadata_request_partition_info_map[tp] = _make_umr_state(
-            tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline
-        )
+        self.update_metadata_request_partition_info_map[tp] = umr_state_from_view(tp, view)
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], topic_partition: TopicPartition, delete_partition: bool

@@ -69,14 +69,19 @@ from ctrlbatch.batch.builders import (
     body_layout,
 )
 from ctrlbatch.batch.checks import int_tuple
-from ctrlbatch.batch.request_batch import _live_brokers, _make_lair_state, _make_umr_state
+from ctrlbatch.batch.request_batch import (
+    _live_brokers,
+    _make_lair_state,
+    _make_umr_state,
+    umr_state_from_view,
+)
 from ctrlbatch.batch.versions import (
     LEADER_RECOVERY_STATE_SINCE,
     leader_and_isr_version,
     stop_replica_version,
     update_metadata_version,
 )
-from ctrlbatch.context import Broker, LeaderAndIsr, MetadataVersion, TopicPartition
+from ctrlbatch.context import Broker, MetadataVersion, TopicPartition
 from ctrlbatch.requests import (
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,
@@ -95,7 +100,6 @@ _tp_key = operator.attrgetter("topic", "partition")
 _topic_of = operator.attrgetter("topic_name")
 _leader_of = operator.attrgetter("leader")
 _first = operator.itemgetter(0)
-_LEADER_DURING_DELETE = LeaderAndIsr.LEADER_DURING_DELETE
 
 Lean = tuple[int, OutboundRequest]
 """A send as (broker, request); the propagator marks it dropped or not."""
@@ -236,7 +240,9 @@ def _update_metadata(
     for tp, explicit in sorted(plan.umr.items(), key=_key):
         state = None
         if explicit is None or tp in lisr:
-            state = _from_context(tp, view(tp))
+            seen = view(tp)
+            if seen is not None:  # without leadership the batch skips it (CCM:466-486)
+                state = umr_state_from_view(tp, seen)
         if state is None and explicit is not None:
             state = _explicit(tp, explicit)
         if state is not None:
@@ -251,21 +257,6 @@ def _update_metadata(
     body = SharedBody(builder.encode_body(epochs[destinations[0]]), body_layout(UpdateMetadataRequest, version).epoch_offset)
     for b in destinations:
         out.append((b, OutboundRequest(builder, epochs[b], body)))
-
-
-def _from_context(tp: TopicPartition, view: tuple[Any, ...] | None) -> UpdateMetadataPartitionState | None:
-    """_add_update_metadata_partition's state (CCM:466-486), None without leadership."""
-    if view is None:
-        return None
-    info, replicas, offline, queued = view
-    lai = info.leader_and_isr
-    if queued:
-        leader, leader_epoch, partition_epoch = _LEADER_DURING_DELETE, 0, 0
-    else:
-        leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
-    return _make_umr_state(  # type: ignore[no-any-return]
-        tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline,
-    )
 
 
 def _explicit(tp: TopicPartition, kw: Mapping[str, Any]) -> UpdateMetadataPartitionState:
