@@ -15,9 +15,7 @@ Rules:
   values (consecutive sends of one shared body and builder: the UpdateMetadata fan-out stays one
   group), which ``expand_columns`` (column chunks, for Parquet) or ``expand_rows`` (dicts, one at
   a time) turn into rows, numbering ``seq`` per broker. The Spark engine ships the groups between
-  its stages and expands them where the rows are written. ``expand_columns`` appends per row only
-  what differs between a group's rows (broker, seq, sha256, frame) and spreads the group's shared
-  values when a chunk is made, the same column lists the per-row dicts give (a property test).
+  its stages and expands them where the rows are written.
 - Row making is on the hot path of both engines: benchmarks/rows_bench.py holds it to at least
   the speed of the per-send encoder it replaced (results/rows_bench.json).
 """
@@ -25,7 +23,6 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain, repeat
 from typing import Any
 
 import attrs
@@ -111,12 +108,6 @@ class SendGroup:
     def __repr__(self) -> str:
         return f"SendGroup(api {self.api_key} v{self.api_version}, delta {self.delta}, {len(self.brokers)} brokers)"
 
-    @property
-    def shared(self) -> tuple[Any, ...]:
-        """The values of the columns every row of the group shares (``_SHARED``'s order)."""
-        return (self.delta, self.timestamp, self.api_key, self.api_version, self.controller_id, self.controller_epoch,
-                self.update_type, self.partitions, self.size, False)
-
     def frames(self) -> FrameEncoder:
         return FrameEncoder(self.api_key, self.api_version, str(self.controller_id), self.data, self.epoch_offset)
 
@@ -164,64 +155,40 @@ def _row_base(group: SendGroup) -> dict[str, Any]:
     }
 
 
-_SHARED = ("delta", "timestamp", "api_key", "api_version", "controller_id", "controller_epoch", "update_type",
-           "partitions", "bytes", "dropped")  # the columns every row of a group shares, in SendGroup.shared order
-
-
 def expand_columns(
     groups: Iterable[SendGroup], next_seq: dict[int, int], with_frames: bool, names: Iterable[str] = REQUEST_SCHEMA.names,
 ) -> Iterator[dict[str, list[Any]]]:
     """The rows of the groups (one per broker, numbered from next_seq, which is updated) as
-    column lists in the order of ``names``, in chunks of about ``ROWS_PER_CHUNK`` rows.
-
-    Per row only what differs between a group's rows is appended (broker, seq, sha256, frame);
-    the shared values are kept once per group (``SendGroup.shared``) and spread over the group's
-    rows when the chunk is made (C loops: zip, repeat)."""
+    column lists in the order of ``names``, in chunks of about ``ROWS_PER_CHUNK`` rows."""
     names = list(names)
-    unknown = [n for n in names if n not in _SHARED and n not in _EXPANDED]
+    unknown = [n for n in names if n not in REQUEST_SCHEMA.names]
     if unknown:
         raise ValueError(f"names: not columns of REQUEST_SCHEMA: {unknown}")
-    shared: list[tuple[Any, ...]] = []
-    counts: list[int] = []
-    brokers: list[int] = []
-    seqs: list[int] = []
-    hashes: list[str] = []
-    kept: list[bytes] = []
+    shared = [n for n in names if n not in _EXPANDED]
+    columns: dict[str, list[Any]] = {n: [] for n in names}
     for group in groups:
-        members = group.brokers
-        shared.append(group.shared)
-        counts.append(len(members))
-        brokers.extend(members)
+        n = len(group.brokers)
+        values = _row_base(group)
+        if n == 1:  # most groups (every LeaderAndIsr body is one broker's)
+            for name in shared:
+                columns[name].append(values[name])
+        else:
+            for name in shared:
+                columns[name].extend([values[name]] * n)
+        brokers, seqs, hashes, kept = columns["broker"], columns["seq"], columns["sha256"], columns["frame"]
         frames = group.frames()
-        sha256 = frames.sha256
-        for broker, epoch in zip(members, group.broker_epochs, strict=True):
+        for broker, epoch in zip(group.brokers, group.broker_epochs, strict=True):
             seq = next_seq.get(broker, 0)
             next_seq[broker] = seq + 1
+            brokers.append(broker)
             seqs.append(seq)
-            hashes.append(sha256(seq, epoch))
-        if with_frames:
-            kept.extend(map(frames.frame, seqs[len(seqs) - len(members):], group.broker_epochs))
+            hashes.append(frames.sha256(seq, epoch))
+            kept.append(frames.frame(seq, epoch) if with_frames else None)
         if len(brokers) >= ROWS_PER_CHUNK:
-            yield _chunk(names, shared, counts, brokers, seqs, hashes, kept if with_frames else None)
-            shared, counts, brokers, seqs, hashes, kept = [], [], [], [], [], []
-    if brokers:
-        yield _chunk(names, shared, counts, brokers, seqs, hashes, kept if with_frames else None)
-
-
-def _chunk(
-    names: list[str], shared: list[tuple[Any, ...]], counts: list[int], brokers: list[int], seqs: list[int],
-    hashes: list[str], kept: list[bytes] | None,
-) -> dict[str, list[Any]]:
-    """One column chunk: the per-group values spread over each group's rows."""
-    rows = len(brokers)
-    by_group = zip(*shared, strict=True)
-    if len(counts) == rows:  # one row per group (every LeaderAndIsr body is one broker's)
-        spread = [list(values) for values in by_group]
-    else:
-        spread = [list(chain.from_iterable(map(repeat, values, counts))) for values in by_group]
-    columns: dict[str, list[Any]] = dict(zip(_SHARED, spread, strict=True))
-    columns.update(broker=brokers, seq=seqs, sha256=hashes, frame=[None] * rows if kept is None else kept)
-    return {n: columns[n] for n in names}
+            yield columns
+            columns = {n: [] for n in names}
+    if columns["broker"]:
+        yield columns
 
 
 def expand_rows(groups: Iterable[SendGroup], next_seq: dict[int, int], with_frames: bool) -> Iterator[dict[str, Any]]:
