@@ -6,8 +6,9 @@ Rules of this module:
   range computes its net effect, the driver composes them into each unit's starting image and
   hands unit i to partition i), else by one planning task (spark_plan, routed to partition i by
   partitionBy); ``SparkReplay.planned`` says which and why. Each unit task replays its unit
-  (spark_unit.run_unit) into send groups persisted on disk only, then the write tasks number
-  and write the rows (spark_unit.write_unit).
+  (spark_unit.run_unit) into send groups kept in a file of its own in a scratch directory beside
+  the requests (group_spill: not through the JVM), then the write tasks number and write the
+  rows (spark_unit.write_unit); the scratch directory is removed when the run ends, however it ends.
 - ``seq`` is per broker over the whole replay: the driver collects each unit's ``UnitEnd`` (its
   per-broker counts, summary and read counters) and turns the counts into per-unit starting
   points (prefix sums, in unit order), broadcast to the write tasks.
@@ -24,6 +25,7 @@ Rules of this module:
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -34,7 +36,8 @@ from .errors import ReadStats
 from .propagator import ReplayOptions
 from .spark_plan import MAX_UNITS, HistorySource, plan_units, total_bytes, unit_bytes_for
 from .spark_ranges import plan_ranges
-from .spark_unit import UnitChunk, UnitEnd, first_error, run_unit, write_unit
+from .group_spill import spill_dir
+from .spark_unit import UnitEnd, first_error, run_unit, write_unit
 from .summary import ReplaySummary
 
 if TYPE_CHECKING:
@@ -60,10 +63,6 @@ class SparkReplay:
         return f"SparkReplay({self.rows:,} rows, {self.units} units; {phases})"
 
 
-def _end_of(chunk: UnitChunk) -> list[UnitEnd]:
-    return [] if chunk.end is None else [chunk.end]
-
-
 def first_seqs(ends: list[UnitEnd]) -> dict[int, dict[int, int]]:
     """Each unit's first seq per broker: the prefix sums of the earlier units' counts."""
     first: dict[int, dict[int, int]] = {}
@@ -87,8 +86,6 @@ def replay_spark(
     """Replay ``source`` on ``spark``; rows go to ``requests_dir`` (Parquet) when given.
 
     Returns the merged summary and read counters; the log itself never reaches the driver."""
-    from pyspark import StorageLevel
-
     if not isinstance(source, HistorySource):
         raise TypeError(f"source: expected a HistorySource, got {type(source).__name__}")
     if not isinstance(options, ReplayOptions):
@@ -114,9 +111,9 @@ def replay_spark(
         planned = f"serial: {plan.reason}"
         plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
         routed = plans.partitionBy(count, lambda k: k).values()
-    chunks = routed.flatMap(lambda unit: run_unit(source, options, coalesce, unit)).persist(StorageLevel.DISK_ONLY)
+    spill = None if requests_dir is None else spill_dir(requests_dir)
     try:
-        ends: list[UnitEnd] = chunks.flatMap(_end_of).collect()  # small: the fan-out is not expanded yet
+        ends: list[UnitEnd] = routed.map(lambda unit: run_unit(source, options, coalesce, unit, spill)).collect()
         error = first_error(ends)
         if error is not None:
             raise error
@@ -129,16 +126,18 @@ def replay_spark(
             seconds["plan"] = max(e.planned_after for e in ends)  # the planning task's own clock (one task)
         seconds["replay"] = replayed - seconds.get("plan", 0.0)  # the units, in parallel (and the job's start-up)
         rows = 0
-        if requests_dir is not None:
+        if requests_dir is not None and spill is not None:
             directory = os.fspath(requests_dir)
             os.makedirs(directory, exist_ok=True)
             starts = sc.broadcast(first_seqs(ends))
-            written = chunks.mapPartitionsWithIndex(
-                lambda i, it: [write_unit(i, it, starts.value[i], directory, with_frames)] if i in starts.value else []
+            indices = sorted(e.index for e in ends)
+            written = sc.parallelize(indices, len(indices)).map(
+                lambda i: write_unit(i, spill, starts.value[i], directory, with_frames)
             ).collect()
             rows = sum(written)
         seconds["write"] = time.monotonic() - clock
     finally:
-        chunks.unpersist()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
         plan.release()
     return SparkReplay(summary, stats, rows, len(ends), seconds, planned)

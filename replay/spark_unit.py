@@ -6,12 +6,13 @@ Rules of this module:
   (``engine.EngineRun``) over it, exactly as the sequential engine runs it over the whole log.
   It keeps each request once: an UpdateMetadata body shared by N brokers is one ``SendGroup``
   with its broker list, expanded per broker only when the rows are written.
-- What crosses to the driver is typed: every element a unit task yields is a ``UnitChunk`` (a
-  unit index and up to ``GROUPS_PER_CHUNK`` groups in send order), and the unit's last chunk,
-  only it, carries its ``UnitEnd``: per-broker request counts (tiny), summary, read counters,
-  and, when the unit failed, the error as a value (a ReplayInputError or MetadataReplayError
-  with the reader's own message). The task itself never fails on bad input, so the driver never
-  reads an error out of Spark's text.
+- The groups stay with the executors: a unit task writes them, in send order, to its own file
+  in the run's scratch directory (group_spill: why a file and not Spark's storage, and how a
+  retried attempt cannot leave half a file); the write task of the unit reads them back.
+- What crosses to the driver is typed and small: each unit task returns one ``UnitEnd``:
+  per-broker request counts, summary, read counters, and, when the unit failed, the error as a
+  value (a ReplayInputError or MetadataReplayError with the reader's own message). The task
+  itself never fails on bad input, so the driver never reads an error out of Spark's text.
 - The write task of unit i numbers the rows from the per-broker starting points the driver
   computed (prefix sums of the earlier units' counts), hashes each frame (rows.expand_columns)
   and writes ``part-<i>.parquet`` with pyarrow, so the files read back in send order.
@@ -19,7 +20,7 @@ Rules of this module:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
@@ -29,13 +30,12 @@ from ctrlbatch.common import CommandError
 from .engine import EngineRun
 from .errors import ReadStats
 from .propagator import ReplayOptions
-from .rows import REQUEST_SCHEMA, SendGroup, expand_columns
+from .group_spill import read_groups, spill_path, write_groups
+from .rows import REQUEST_SCHEMA, expand_columns
 from .spark_plan import HistorySource, Unit
 from .summary import ReplaySummary
 
-__all__ = ["GROUPS_PER_CHUNK", "UnitChunk", "UnitEnd", "run_unit", "write_unit"]
-
-GROUPS_PER_CHUNK = 1024  # groups per element: fewer, larger pickles between stages
+__all__ = ["UnitEnd", "first_error", "run_unit", "write_unit"]
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -55,47 +55,33 @@ class UnitEnd:
         return f"UnitEnd({self.index}, {sum(self.counts.values()):,} requests{failed})"
 
 
-@attrs.frozen(slots=True, repr=False)
-class UnitChunk:
-    """Send groups of one unit in send order; ``end`` is set on the unit's last chunk only."""
-
-    index: int
-    groups: tuple[SendGroup, ...]
-    end: UnitEnd | None = None
-
-    def __repr__(self) -> str:
-        last = ", last" if self.end is not None else ""
-        return f"UnitChunk({self.index}, {len(self.groups)} groups{last})"
-
-
-def run_unit(source: HistorySource, options: ReplayOptions, coalesce: int, unit: Unit) -> Iterator[UnitChunk]:
-    """Replay one unit: its groups in chunks, the last chunk carrying the UnitEnd."""
+def run_unit(source: HistorySource, options: ReplayOptions, coalesce: int, unit: Unit, spill: str | None) -> UnitEnd:
+    """Replay one unit; its groups go to ``spill_path(spill, unit.index)`` (kept nowhere without
+    ``spill``: a run that writes no rows needs only the counts)."""
     history = source.open()
     run = EngineRun(history, options, coalesce)
     error = unit.error
-    pending: list[SendGroup] = []
     if error is None:
         reader = history.reader(unit.start, None if unit.stop is None else unit.stop.at)
+        groups = run.groups(reader, image=unit.image, from_snapshot=unit.with_snapshot, leader=unit.leader_batch)
         try:
-            for group in run.groups(reader, image=unit.image, from_snapshot=unit.with_snapshot,
-                                    leader=unit.leader_batch):
-                pending.append(group)
-                if len(pending) == GROUPS_PER_CHUNK:
-                    yield UnitChunk(unit.index, tuple(pending))
-                    pending = []
+            if spill is None:
+                for _ in groups:
+                    pass
+            else:
+                write_groups(spill_path(spill, unit.index), groups)
         except CommandError as e:  # bad input or a refused record, already named by file and offset
             error = e
-    end = UnitEnd(unit.index, dict(run.delivered), run.summary, history.stats, unit.planned_after, error)
-    yield UnitChunk(unit.index, tuple(pending), end)
+    return UnitEnd(unit.index, dict(run.delivered), run.summary, history.stats, unit.planned_after, error)
 
 
-def write_unit(index: int, chunks: Iterable[UnitChunk], first_seq: dict[int, int], directory: str,
-               with_frames: bool) -> int:
-    """Write one unit's rows to ``directory/part-<index>.parquet``; returns the row count."""
+def write_unit(index: int, spill: str, first_seq: dict[int, int], directory: str, with_frames: bool) -> int:
+    """Write unit ``index``'s rows (its groups from ``spill``) to ``directory/part-<index>.parquet``;
+    returns the row count."""
     from .output import ParquetRows
 
     writer = ParquetRows(Path(directory), REQUEST_SCHEMA, name=f"part-{index:05d}.parquet")
-    groups = (g for chunk in chunks for g in chunk.groups)
+    groups = read_groups(spill_path(spill, index))
     for columns in expand_columns(groups, dict(first_seq), with_frames, REQUEST_SCHEMA.names):
         writer.write_columns(columns)
     writer.close()

@@ -1,13 +1,16 @@
 """The Spark engine's pieces without Spark: what crosses from executors to the driver is typed
-(UnitChunk / UnitEnd), errors included as values that survive pickling; the plan's cuts hand
-each unit the reading loop's state, so units replayed one by one give the sequential rows."""
+(UnitEnd), errors included as values that survive pickling; the groups stay in each unit's
+spill file; the plan's cuts hand each unit the reading loop's state, so units replayed one by
+one give the sequential rows."""
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from ctrlbatch.common import CommandError
@@ -19,15 +22,16 @@ from ctrlbatch.replay.propagator import ReplayOptions
 from ctrlbatch.replay.rows import expand_rows
 from ctrlbatch.replay.spark_engine import first_seqs
 from ctrlbatch.replay.spark_plan import HistorySource, plan_units
-from ctrlbatch.replay.spark_unit import UnitChunk, first_error, run_unit
+from ctrlbatch.replay.group_spill import read_groups, spill_path
+from ctrlbatch.replay.spark_unit import UnitEnd, first_error, run_unit, write_unit
 
 
-def _units_run(source: HistorySource, unit_bytes: int, coalesce: int = 1) -> list[list[UnitChunk]]:
-    """Every unit of the plan replayed (each chunk pickled and unpickled, as Spark ships it)."""
+def _units_run(source: HistorySource, unit_bytes: int, spill: str | None = None, coalesce: int = 1) -> list[UnitEnd]:
+    """Every unit of the plan replayed (the unit and its end pickled and unpickled, as Spark ships them)."""
     out = []
     for _, unit in plan_units(source, coalesce, unit_bytes, 1000):
         unit = pickle.loads(pickle.dumps(unit))
-        out.append([pickle.loads(pickle.dumps(c)) for c in run_unit(source, ReplayOptions(), coalesce, unit)])
+        out.append(pickle.loads(pickle.dumps(run_unit(source, ReplayOptions(), coalesce, unit, spill))))
     return out
 
 
@@ -35,17 +39,35 @@ def test_units_replayed_one_by_one_give_the_sequential_rows(tmp_path: Path) -> N
     generate_log(tmp_path / "data", brokers=4, topics=4, partitions=16, records=2500, seed=9, segment_bytes=4096)
     source = HistorySource(str(tmp_path / "data"))
     expected = replay_local(source.open(), ReplayOptions(), with_frames=True).drain()
-    units = _units_run(source, 3000)
-    assert len(units) > 5
-    for chunks in units:  # exactly one end per unit, on its last chunk
-        assert [c.end is not None for c in chunks] == [False] * (len(chunks) - 1) + [True]
-    ends = [chunks[-1].end for chunks in units]
-    assert all(e is not None and e.error is None for e in ends)
-    starts = first_seqs([e for e in ends if e is not None])
+    spill = str(tmp_path / "spill")
+    os.mkdir(spill)
+    ends = _units_run(source, 3000, spill)
+    assert len(ends) > 5 and [e.index for e in ends] == list(range(len(ends)))
+    assert all(e.error is None for e in ends)
+    assert sorted(os.listdir(spill)) == [os.path.basename(spill_path(spill, e.index)) for e in ends]  # no partial file
+    starts = first_seqs(ends)
     rows: list[dict[str, Any]] = []
-    for i, chunks in enumerate(units):
-        rows += expand_rows((g for c in chunks for g in c.groups), dict(starts[i]), True)
+    for e in ends:
+        rows += expand_rows(read_groups(spill_path(spill, e.index)), dict(starts[e.index]), True)
     assert rows == expected
+    bare = _units_run(source, 3000)  # without a spill directory: the same counts, and no file
+    assert [(e.index, e.counts, e.error) for e in bare] == [(e.index, e.counts, e.error) for e in ends]
+
+
+def test_write_unit_writes_the_units_rows(tmp_path: Path) -> None:
+    """The write task's Parquet part holds the unit's rows as the sequential engine numbers them."""
+    generate_log(tmp_path / "data", brokers=4, topics=4, partitions=16, records=1500, seed=3, segment_bytes=4096)
+    source = HistorySource(str(tmp_path / "data"))
+    expected = replay_local(source.open(), ReplayOptions()).drain()
+    spill = str(tmp_path / "spill")
+    os.mkdir(spill)
+    ends = _units_run(source, 2000, spill)
+    starts = first_seqs(ends)
+    out = tmp_path / "requests"
+    out.mkdir()
+    assert sum(write_unit(e.index, spill, starts[e.index], str(out), False) for e in ends) == len(expected)
+    table = pq.read_table(out)
+    assert table.to_pylist() == expected
 
 
 def test_a_refused_record_crosses_as_a_value_with_its_place(refused_record_log: tuple[Path, int]) -> None:
@@ -53,8 +75,7 @@ def test_a_refused_record_crosses_as_a_value_with_its_place(refused_record_log: 
     source = HistorySource(str(directory))
     with pytest.raises(MetadataReplayError) as local:
         replay_local(source.open(), ReplayOptions()).drain()
-    ends = [chunks[-1].end for chunks in _units_run(source, 10**6)]
-    error = first_error([e for e in ends if e is not None])
+    error = first_error(_units_run(source, 10**6))
     assert isinstance(error, MetadataReplayError) and str(error) == str(local.value)
 
 
@@ -67,9 +88,13 @@ def test_bad_input_crosses_as_a_value_and_the_earliest_error_wins(tmp_path: Path
     source = HistorySource(str(tmp_path / "data"))
     with pytest.raises(ReplayInputError) as local:
         replay_local(source.open(), ReplayOptions()).drain()
-    units = _units_run(source, 2000)
-    assert len(units) > 2
-    ends = [chunks[-1].end for chunks in units]
-    errors = [e.error for e in ends if e is not None and e.error is not None]
+    spill = str(tmp_path / "spill")
+    os.mkdir(spill)
+    ends = _units_run(source, 2000, spill)
+    assert len(ends) > 2
+    errors = [e.error for e in ends if e.error is not None]
     assert len(errors) == 1 and isinstance(errors[0], ReplayInputError) and isinstance(errors[0], CommandError)
-    assert str(first_error([e for e in ends if e is not None])) == str(local.value)
+    assert str(first_error(ends)) == str(local.value)
+    failed = next(e for e in ends if e.error is not None)
+    assert not os.path.exists(spill_path(spill, failed.index))  # the failed unit left no file, not even a partial one
+    assert not [n for n in os.listdir(spill) if n.endswith(".partial")]
