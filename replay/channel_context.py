@@ -136,6 +136,10 @@ class MigrationControllerChannelContext:
         p = self._partition(partition)
         return None if p is None else leadership_of(p, self._kraft_epoch)
 
+    def leadership_of(self, partition: PartitionRegistration) -> LeaderIsrAndControllerEpoch:
+        """partition_leadership_info for a registration already found in this context's image."""
+        return leadership_of(partition, self._kraft_epoch)
+
     def update_metadata_view(self, partition: TopicPartition) -> tuple[Any, ...] | None:
         """(leadership, replicas, offline replicas, queued for deletion) in one look-up, or None."""
         p = self._partition(partition)

@@ -264,16 +264,21 @@ def _all_partitions(image: MetadataImage) -> list[tuple[TopicPartition, Partitio
 
 def _hosted_by(image: MetadataImage, brokers: set[int]) -> Iterator[tuple[TopicPartition, PartitionRegistration]]:
     """The partitions (in _all_partitions' order) with a replica on one of brokers: only those
-    get a TopicPartition (a full image has 50,000; a changed broker hosts a few thousand)."""
+    get a TopicPartition (a full image has 50,000; a changed broker hosts a few thousand). Each
+    topic's partitions are filtered before they are sorted: the few hosted ones are sorted, not
+    all of them."""
     names = image.topic_ids_by_name
+    topics = image.topics
+    disjoint = brokers.isdisjoint
     for name in sorted(names):
-        topic = image.topics.get(names[name])
+        topic = topics.get(names[name])
         if topic is not None:
             parts = topic.partitions
-            for p in sorted(parts):
-                reg = parts[p]
-                if not brokers.isdisjoint(reg.replicas):
-                    yield TopicPartition(name, p), reg
+            hosted = [p for p, reg in parts.items() if not disjoint(reg.replicas)]
+            if hosted:
+                hosted.sort()
+                for p in hosted:
+                    yield TopicPartition(name, p), parts[p]
 
 
 def _delta_plans(
@@ -298,8 +303,9 @@ def _delta_plans(
 
     b = _Plan(UpdateType.INCREMENTAL)
     if changed_zk:
+        leadership = ctx.leadership_of  # reg is the image's own: partition_leadership_info(tp) without the look-up
         for tp, reg in _hosted_by(image, changed_zk):  # MP:145-162
-            b.add_lisr(tp, changed_zk.intersection(reg.replicas), ctx.partition_leadership_info(tp), reg)
+            b.add_lisr(tp, changed_zk.intersection(reg.replicas), leadership(reg), reg)
     if changes.deleted_topics or changes.changed_topics:
         b.umr_brokers |= old_zk
     registered = image.brokers

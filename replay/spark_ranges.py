@@ -49,6 +49,7 @@ import attrs
 from ctrlbatch.common import CommandError
 
 from .deltas import group_deltas
+from .engine import rare_collections_from_now
 from .image import EMPTY_IMAGE
 from .net_effect import NetBuilder, NotComposable, PackedNet, compose
 from .packed_image import PackedImage, pack_image, unpack_image
@@ -169,6 +170,7 @@ class _Watch:
 def range_report(source: HistorySource, index: int, begin: Position, stop: Position | None) -> RangeReport:
     """Phase 1 of one range: read it, fold its deltas into a net effect (never raises on input)."""
     began = time.monotonic()
+    rare_collections_from_now()  # a worker of this job's tasks (engine's rules)
     history = source.open()
     reader = history.reader(ReadFrom(*begin), stop)
     watch = _Watch(reader)

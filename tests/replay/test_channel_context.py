@@ -58,6 +58,8 @@ def test_partition_views() -> None:
     assert tuple(ctx.partition_replica_assignment(tp)) == (2, 4, 3)
     info = ctx.partition_leadership_info(tp)
     assert info is not None and info.controller_epoch == 11  # the image's KRaft epoch
+    reg = ctx.image.topics[T].partitions[0]
+    assert ctx.leadership_of(reg) == info  # the same, from the registration itself
     lai = info.leader_and_isr
     assert (lai.leader, lai.isr, lai.leader_epoch, lai.partition_epoch, int(lai.leader_recovery_state)) == (3, (2, 3), 6, 8, 1)
     # online = registered (fenced counts) and a replica
