@@ -270,11 +270,15 @@ def _hosted_by(image: MetadataImage, brokers: set[int]) -> Iterator[tuple[TopicP
     names = image.topic_ids_by_name
     topics = image.topics
     disjoint = brokers.isdisjoint
+    only = next(iter(brokers)) if len(brokers) == 1 else None  # the usual case: `in` a tuple beats isdisjoint
     for name in sorted(names):
         topic = topics.get(names[name])
         if topic is not None:
             parts = topic.partitions
-            hosted = [p for p, reg in parts.items() if not disjoint(reg.replicas)]
+            if only is not None:
+                hosted = [p for p, reg in parts.items() if only in reg.replicas]
+            else:
+                hosted = [p for p, reg in parts.items() if not disjoint(reg.replicas)]
             if hosted:
                 hosted.sort()
                 for p in hosted:

@@ -9,9 +9,14 @@ Rules of this module:
   (spark_unit.run_unit) into send groups kept in a file of its own in a scratch directory beside
   the requests (group_spill: not through the JVM), then the write tasks number and write the
   rows (spark_unit.write_unit); the scratch directory is removed when the run ends, however it ends.
+- The write tasks run largest first (by the frame bytes each unit's summary counts, which
+  they hash): a large unit started last would leave the other cores idle at the stage's end.
+  The parts keep their unit's name, so the order of the files is the unit order whatever ran first.
 - ``seq`` is per broker over the whole replay: the driver collects each unit's ``UnitEnd`` (its
   per-broker counts, summary and read counters) and turns the counts into per-unit starting
   points (prefix sums, in unit order), broadcast to the write tasks.
+- Every task's function returns through ``engine.task_result`` (the collector's survivors
+  frozen: PySpark runs a full collection after every task; engine's rules).
 - Errors cross as values: a unit that failed hands its error in its UnitEnd and the driver
   raises the earliest one (the first in log order, as the sequential engine meets it) before
   anything is written. Nothing here parses exception text; an unexpected failure (a bug, a
@@ -32,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .engine import task_result
 from .errors import ReadStats
 from .propagator import ReplayOptions
 from .spark_plan import MAX_UNITS, HistorySource, plan_units, total_bytes, unit_bytes_for
@@ -61,6 +67,11 @@ class SparkReplay:
     def __repr__(self) -> str:
         phases = ", ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items())
         return f"SparkReplay({self.rows:,} rows, {self.units} units; {phases})"
+
+
+def _frame_bytes(end: UnitEnd) -> int:
+    """The frame bytes a unit's write task hashes: what its time goes by."""
+    return sum(c["bytes"] for c in end.summary.by_api.values())
 
 
 def first_seqs(ends: list[UnitEnd]) -> dict[int, dict[int, int]]:
@@ -113,7 +124,9 @@ def replay_spark(
         routed = plans.partitionBy(count, lambda k: k).values()
     spill = None if requests_dir is None else spill_dir(requests_dir)
     try:
-        ends: list[UnitEnd] = routed.map(lambda unit: run_unit(source, options, coalesce, unit, spill)).collect()
+        ends: list[UnitEnd] = routed.map(
+            lambda unit: task_result(run_unit(source, options, coalesce, unit, spill))
+        ).collect()
         error = first_error(ends)
         if error is not None:
             raise error
@@ -130,9 +143,9 @@ def replay_spark(
             directory = os.fspath(requests_dir)
             os.makedirs(directory, exist_ok=True)
             starts = sc.broadcast(first_seqs(ends))
-            indices = sorted(e.index for e in ends)
+            indices = [e.index for e in sorted(ends, key=_frame_bytes, reverse=True)]  # largest first
             written = sc.parallelize(indices, len(indices)).map(
-                lambda i: write_unit(i, spill, starts.value[i], directory, with_frames)
+                lambda i: task_result(write_unit(i, spill, starts.value[i], directory, with_frames))
             ).collect()
             rows = sum(written)
         seconds["write"] = time.monotonic() - clock
