@@ -33,20 +33,19 @@ Rules of this module:
   (2 cores shared, load 4-5): 6.9 s of 26.8 s CPU in the collector with Python's defaults
   (7,400 / 672 / 51 collections per generation), 0.9 s of 19.9 s with ``GC_THRESHOLDS``. What
   little cyclic garbage there is (exceptions, generators) waits longer; peak RSS is unchanged.
-  A Spark Python worker runs nothing but this job's tasks, one after another: there the
-  thresholds stay rare for the worker's life (``rare_collections_from_now``, called by every
-  Spark task). Why: restoring Python's defaults at the end of each unit made the next
-  allocation run a full collection over the unit's image still alive (about 600,000 tracked
-  objects: 0.4 s measured for a 1M-record unit, once per unit, 64 units at 10M records).
-  And every Spark task ends with ``freeze_survivors``: PySpark's daemon runs a full collection
-  (``gc.collect()``, pyspark/daemon.py) after every task of a reused worker, which walked the
-  worker's whole heap, the memos that outlive tasks by design (full_image's pieces, the
-  leadership cache) and what the task left: 0.35 s after each of the 192 tasks of a 10M-record
-  run, 98 s of the workers' CPU in a py-spy profile of it. The young generations are collected
-  first, then every survivor is moved out of the collector's reach (``gc.freeze``), so that
-  collection finds nothing to walk. Safe because the replay's data is acyclic (above): frozen
-  objects are still freed by reference counting when their last reference goes; only a cycle
-  that has already grown old when a task ends is kept (the tasks make none that we know of).
+  A Spark Python worker runs nothing but this job's tasks, one after another, and every Spark
+  task's function runs through ``spark_task``, which sets two things for the worker:
+  the thresholds stay rare for its life (restoring Python's defaults at the end of each unit
+  made the next allocation run a full collection over the unit's image, still alive: about
+  600,000 tracked objects, 0.4 s measured for a 1M-record unit, 64 units at 10M records); and
+  the task ends with every live object frozen (``gc.freeze``): PySpark's daemon runs a full
+  collection (``gc.collect()``, pyspark/daemon.py) after every task of a reused worker, which
+  walked the worker's whole heap, the memos that outlive tasks by design (full_image's pieces,
+  the leadership cache) and what the task left: 0.35 s after each of the 192 tasks of a
+  10M-record run, 98 s of the workers' CPU in a py-spy profile of it. Frozen, there is nothing
+  for it to walk. The next task starts by unfreezing them into the oldest generation, so a
+  cycle a task left is not kept forever: the next full collection (rare) finds it. Reference
+  counting frees frozen objects as any other (the replay's data is acyclic, above).
 - Large buffers go to mmap, not the heap, while groups run (``fixed_mmap_threshold``: glibc's
   mmap threshold fixed at its initial 128 KiB, for the rest of the process; where the C library
   is not glibc nothing changes). Why: glibc raises the threshold to the size of every mmapped
@@ -82,8 +81,8 @@ from .rows import SendGroup, send_groups
 from .summary import ReplaySummary
 
 __all__ = [
-    "EngineRun", "fixed_mmap_threshold", "freeze_survivors", "rare_collections", "rare_collections_from_now",
-    "release_free_memory", "snapshot_image", "snapshot_start", "task_result",
+    "EngineRun", "fixed_mmap_threshold", "rare_collections", "release_free_memory", "snapshot_image",
+    "snapshot_start", "spark_task",
 ]
 
 T = TypeVar("T")
@@ -126,25 +125,17 @@ def release_free_memory() -> None:
         pa.default_memory_pool().release_unused()
 
 
-def rare_collections_from_now() -> None:
-    """GC_THRESHOLDS for the rest of the process, unless it already collects this rarely: for
-    a process that runs only replay work (a Spark Python worker: see the rules)."""
+def spark_task(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` as a Spark task's body, with a Spark worker's collector settings (see the
+    rules): rare thresholds from now on, what the last task froze back in the oldest
+    generation, everything alive frozen when it returns (or raises)."""
     if gc.get_threshold()[0] < GC_THRESHOLDS[0]:
         gc.set_threshold(*GC_THRESHOLDS)
-
-
-def freeze_survivors() -> None:
-    """At the end of a Spark task: collect the young generations, then freeze every object
-    alive (gc.freeze), so the full collection PySpark's daemon runs after each task walks
-    nothing (see the rules)."""
-    gc.collect(1)
-    gc.freeze()
-
-
-def task_result(value: T) -> T:
-    """A Spark task's result, returned after freeze_survivors (the task's last step)."""
-    freeze_survivors()
-    return value
+    gc.unfreeze()
+    try:
+        return fn(*args)
+    finally:
+        gc.freeze()
 
 
 @contextlib.contextmanager

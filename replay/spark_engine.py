@@ -15,8 +15,8 @@ Rules of this module:
 - ``seq`` is per broker over the whole replay: the driver collects each unit's ``UnitEnd`` (its
   per-broker counts, summary and read counters) and turns the counts into per-unit starting
   points (prefix sums, in unit order), broadcast to the write tasks.
-- Every task's function returns through ``engine.task_result`` (the collector's survivors
-  frozen: PySpark runs a full collection after every task; engine's rules).
+- Every task's function runs through ``engine.spark_task`` (a Spark worker's collector
+  settings: PySpark runs a full collection after every task; engine's rules).
 - Errors cross as values: a unit that failed hands its error in its UnitEnd and the driver
   raises the earliest one (the first in log order, as the sequential engine meets it) before
   anything is written. Nothing here parses exception text; an unexpected failure (a bug, a
@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .engine import task_result
+from .engine import spark_task
 from .errors import ReadStats
+from .group_spill import spill_dir
 from .propagator import ReplayOptions
 from .spark_plan import MAX_UNITS, HistorySource, plan_units, total_bytes, unit_bytes_for
 from .spark_ranges import plan_ranges
-from .group_spill import spill_dir
 from .spark_unit import UnitEnd, first_error, run_unit, write_unit
 from .summary import ReplaySummary
 
@@ -125,7 +125,7 @@ def replay_spark(
     spill = None if requests_dir is None else spill_dir(requests_dir)
     try:
         ends: list[UnitEnd] = routed.map(
-            lambda unit: task_result(run_unit(source, options, coalesce, unit, spill))
+            lambda unit: spark_task(run_unit, source, options, coalesce, unit, spill)
         ).collect()
         error = first_error(ends)
         if error is not None:
@@ -145,7 +145,7 @@ def replay_spark(
             starts = sc.broadcast(first_seqs(ends))
             indices = [e.index for e in sorted(ends, key=_frame_bytes, reverse=True)]  # largest first
             written = sc.parallelize(indices, len(indices)).map(
-                lambda i: task_result(write_unit(i, spill, starts.value[i], directory, with_frames))
+                lambda i: spark_task(write_unit, i, spill, starts.value[i], directory, with_frames)
             ).collect()
             rows = sum(written)
         seconds["write"] = time.monotonic() - clock

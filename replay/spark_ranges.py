@@ -49,7 +49,7 @@ import attrs
 from ctrlbatch.common import CommandError
 
 from .deltas import group_deltas
-from .engine import rare_collections_from_now, task_result
+from .engine import spark_task
 from .image import EMPTY_IMAGE
 from .net_effect import NetBuilder, NotComposable, PackedNet, compose
 from .packed_image import PackedImage, pack_image, unpack_image
@@ -170,7 +170,6 @@ class _Watch:
 def range_report(source: HistorySource, index: int, begin: Position, stop: Position | None) -> RangeReport:
     """Phase 1 of one range: read it, fold its deltas into a net effect (never raises on input)."""
     began = time.monotonic()
-    rare_collections_from_now()  # a worker of this job's tasks (engine's rules)
     history = source.open()
     reader = history.reader(ReadFrom(*begin), stop)
     watch = _Watch(reader)
@@ -276,7 +275,7 @@ def plan_ranges(sc: SparkContext, source: HistorySource, history: Any, coalesce:
     bounds = [(i, begins[i], begins[i + 1] if i + 1 < len(begins) else None) for i in range(len(begins))]
     # computed in parallel and kept on disk, then read here one at a time: the driver never
     # holds every net effect (at 10M records each names most of the 50,000 partitions)
-    reports = sc.parallelize(bounds, len(bounds)).map(lambda b: task_result(range_report(source, *b)))
+    reports = sc.parallelize(bounds, len(bounds)).map(lambda b: spark_task(range_report, source, *b))
     reports.persist(StorageLevel.DISK_ONLY)
     images: list[Any] = []
     try:

@@ -27,10 +27,10 @@ import attrs
 
 from ctrlbatch.common import CommandError
 
-from .engine import EngineRun, rare_collections_from_now
+from .engine import EngineRun
 from .errors import ReadStats
-from .propagator import ReplayOptions
 from .group_spill import read_groups, spill_path, write_groups
+from .propagator import ReplayOptions
 from .rows import REQUEST_SCHEMA, expand_columns
 from .spark_plan import HistorySource, Unit
 from .summary import ReplaySummary
@@ -58,7 +58,6 @@ class UnitEnd:
 def run_unit(source: HistorySource, options: ReplayOptions, coalesce: int, unit: Unit, spill: str | None) -> UnitEnd:
     """Replay one unit; its groups go to ``spill_path(spill, unit.index)`` (kept nowhere without
     ``spill``: a run that writes no rows needs only the counts)."""
-    rare_collections_from_now()  # a worker of this job's tasks (engine's rules)
     history = source.open()
     run = EngineRun(history, options, coalesce)
     error = unit.error
@@ -81,7 +80,6 @@ def write_unit(index: int, spill: str, first_seq: dict[int, int], directory: str
     returns the row count."""
     from .output import ParquetRows
 
-    rare_collections_from_now()
     writer = ParquetRows(Path(directory), REQUEST_SCHEMA, name=f"part-{index:05d}.parquet")
     groups = read_groups(spill_path(spill, index))
     for columns in expand_columns(groups, dict(first_seq), with_frames, REQUEST_SCHEMA.names):

@@ -16,13 +16,13 @@ import pytest
 from ctrlbatch.common import CommandError
 from ctrlbatch.replay.errors import ReplayInputError
 from ctrlbatch.replay.generator import generate_log
+from ctrlbatch.replay.group_spill import read_groups, spill_path
 from ctrlbatch.replay.image import MetadataReplayError
 from ctrlbatch.replay.local_engine import replay_local
 from ctrlbatch.replay.propagator import ReplayOptions
 from ctrlbatch.replay.rows import expand_rows
 from ctrlbatch.replay.spark_engine import first_seqs
 from ctrlbatch.replay.spark_plan import HistorySource, plan_units
-from ctrlbatch.replay.group_spill import read_groups, spill_path
 from ctrlbatch.replay.spark_unit import UnitEnd, first_error, run_unit, write_unit
 
 
