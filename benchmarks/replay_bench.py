@@ -104,6 +104,18 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
+def cpu_model() -> str:
+    """The processor's name (/proc/cpuinfo), recorded beside the figures: the floor's rate (SHA-256
+    extensions or not) and the interpreter's speed differ by machine, and so the ratios do."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def measure_floor(seconds: float = 2.0, buffer_mib: int = 64) -> dict[str, float]:
     """SHA-256 throughput (bytes/s) on one core, and per core with every core hashing at once."""
     cores = os.cpu_count() or 1
@@ -196,7 +208,8 @@ def main() -> None:
     floor = measure_floor()
     figures = report(results, args.records, args.small, load_before, floor)
     measured = {k: {"when": v.get("when"), "loadavg": v.get("loadavg")} for k, v in sorted(results.items())}
-    write_results(args.json, "replay_bench", figures, vars(args) | {"measured": measured, "floor": floor})
+    write_results(args.json, "replay_bench", figures,
+                  vars(args) | {"measured": measured, "floor": floor, "cpu": cpu_model()})
 
 
 def _frame_bytes(run: dict[str, Any]) -> int:
@@ -211,7 +224,7 @@ def report(results: dict[str, Any], big: int, small: int, load_before: tuple[flo
     print(f"\nreplay benchmark: {big:,} and {small:,} records (load average before {load_before[0]:.2f}, "
           f"now {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)")
     print(f"  SHA-256 floor: {floor['per_core'] / 1e9:.2f} GB/s on one core, {floor['per_core_all_busy'] / 1e9:.2f} GB/s "
-          f"per core with all {floor['cores']:.0f} busy")
+          f"per core with all {floor['cores']:.0f} busy ({cpu_model()})")
     for (engine, size), r in runs.items():
         if not r:
             continue
