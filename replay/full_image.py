@@ -15,13 +15,8 @@ Rules of this module:
   topic a delta touches and keeps the object of every other topic: image.py), another version,
   another controller epoch (the image's KRaft epoch), another set of registered brokers (the
   offline replicas). The topic's bytes are then joined again; of its partition states only those
-  are re-encoded whose registration (kept as the same object by apply_delta when untouched;
-  another object is compared by value) or offline replicas differ, or all of them for another
-  version or controller epoch. A registration equal in value but another object (a Spark unit
-  starts from an image unpacked anew, while the worker's pieces live on from its earlier units)
-  keeps its bytes and is rebound, so the next look-up is by identity again: a unit's first
-  full-image body re-encodes what changed since the worker's last unit, not all 50,000 states.
-  Entries of topics the image no longer
+  are re-encoded whose registration object (kept by apply_delta when untouched) or offline
+  replicas differ, or all of them for another version or controller epoch. Entries of topics the image no longer
   holds are dropped once they outnumber the image's topics, so the cache is bounded by the image,
   never by the log.
 - Why the bytes cannot differ: a topic state's bytes are a function of exactly the key's parts
@@ -185,13 +180,9 @@ class TopicPieces:
                 kept = dict(known)
                 for p in changed:
                     reg = parts[p]
-                    old = known[p]
-                    if old[0] == reg:  # the same registration in another object: rebound (module rules)
-                        kept[p] = (reg, old[1], old[2])
-                        continue
                     offline = tuple([r for r in reg.replicas if r not in registered])
                     kept[p] = (reg, offline, encode(_state(name, p, reg, controller_epoch, offline)))
-                    self.encoded += 1
+                self.encoded += len(changed)
                 data = b"".join([head, array_count(len(parts), layout.flexible), *[v[2] for v in kept.values()],
                                  layout.topic_tail])
                 entry = _Entry(topic, version, controller_epoch, registered, data, len(parts), head, kept)
@@ -204,11 +195,9 @@ class TopicPieces:
             old = known.get(p)
             if old is None or old[0] is not reg or not same_brokers:
                 offline = tuple([r for r in reg.replicas if r not in registered])
-                if old is None or (old[0] is not reg and old[0] != reg) or old[1] != offline:
+                if old is None or old[0] is not reg or old[1] != offline:
                     old = (reg, offline, encode(_state(name, p, reg, controller_epoch, offline)))
                     self.encoded += 1
-                elif old[0] is not reg:
-                    old = (reg, offline, old[2])  # rebound (module rules)
             kept[p] = old
             chunks.append(old[2])
         chunks.append(layout.topic_tail)

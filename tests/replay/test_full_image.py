@@ -134,36 +134,3 @@ def test_pieces_follow_the_image_not_the_log(tmp_path: Path) -> None:
     fewer = attrs.evolve(later, brokers={b: r for b, r in later.brokers.items() if b != gone})
     body(fewer)
     assert pieces.encoded == 2 * n + hosted  # a broker leaving re-encodes only the states naming it
-
-
-def test_an_image_unpacked_anew_keeps_the_pieces(tmp_path: Path) -> None:
-    """A Spark unit's image is unpacked anew (other objects, equal values): the worker's pieces
-    keep their bytes, nothing is re-encoded, and a changed registration still is."""
-    import attrs
-
-    from ctrlbatch.replay.packed_image import pack_image, unpack_image
-
-    generate_log(tmp_path, brokers=3, topics=4, partitions=20, records=1_500, seed=5)
-    history = open_history(str(tmp_path), from_snapshot=None)
-    image, _ = snapshot_start(history)
-    for delta in group_deltas(history.batches(), 1):
-        image, _ = apply_delta(image, delta.records, offset=delta.last_offset, epoch=delta.epoch)
-    pieces = TopicPieces()
-
-    def body(img: Any) -> bytes:
-        return full_image_body(pieces, img, version=8, controller_id=1, header_epoch=3, update_type=0,
-                               first_broker_epoch=7, live=[r.broker for _, r in sorted(img.brokers.items())]).body.data
-
-    first = body(image)
-    n = pieces.encoded
-    anew = unpack_image(pack_image(image))
-    some = next(iter(anew.topics.values()))
-    assert some is not image.topics[some.id] and some == image.topics[some.id]  # other objects, equal values
-    assert body(anew) == first and pieces.encoded == n
-    p, reg = next(iter(some.partitions.items()))
-    moved = attrs.evolve(reg, leader_epoch=reg.leader_epoch + 1)
-    changed = attrs.evolve(anew, topics={**anew.topics, some.id: attrs.evolve(some, partitions={**some.partitions, p: moved})})
-    fresh = TopicPieces()
-    expected = full_image_body(fresh, changed, version=8, controller_id=1, header_epoch=3, update_type=0,
-                               first_broker_epoch=7, live=[r.broker for _, r in sorted(changed.brokers.items())]).body.data
-    assert body(changed) == expected != first and pieces.encoded == n + 1  # only the changed state
