@@ -171,24 +171,7 @@ class TopicPieces:
         encode = layout.encode_state
         name = topic.name
         parts = topic.partitions
-        kept: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]]
-        if same_brokers and len(known) == len(parts):
-            # The usual touched topic: the same partitions, a few re-registered. Only those are
-            # visited in Python; the kept states keep their (sorted) order.
-            changed = [p for p, reg in parts.items() if (old := known.get(p)) is None or old[0] is not reg]
-            if all(p in known for p in changed):  # no partition new, so (equal counts) none gone
-                kept = dict(known)
-                for p in changed:
-                    reg = parts[p]
-                    offline = tuple([r for r in reg.replicas if r not in registered])
-                    kept[p] = (reg, offline, encode(_state(name, p, reg, controller_epoch, offline)))
-                self.encoded += len(changed)
-                data = b"".join([head, array_count(len(parts), layout.flexible), *[v[2] for v in kept.values()],
-                                 layout.topic_tail])
-                entry = _Entry(topic, version, controller_epoch, registered, data, len(parts), head, kept)
-                self._entries[topic_id] = entry
-                return entry
-        kept = {}
+        kept: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]] = {}
         chunks = [head, array_count(len(parts), layout.flexible)]
         for p in sorted(parts):
             reg = parts[p]
