@@ -19,8 +19,8 @@ Rules of this module:
 - A delta without records (NoOps only: half the deltas of a real log, 5M of a 10M-record
   generated one) only moves the image's offset and epoch (apply_delta's own shortcut) and is
   counted as a delta without requests, without the call to propagate_delta, whose changes
-  would touch nothing and send nothing: 2.3 us a delta through the general path, measured on
-  the 1M-record generated log.
+  would touch nothing and send nothing: 1.7 us a delta through the general path, 1.2 us here
+  (the engine over the 1M-record generated log's 499,957 NoOp batches: 0.86 s, 0.59 s).
 - A record the replay refuses (MetadataReplayError) is named by the file and byte offset (or
   line) of its batch, like an input error (errors.BatchTrail), or by the input as a whole when
   its batch has left the trail's window. ``locate`` does it, for the planner too.
