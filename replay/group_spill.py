@@ -47,6 +47,7 @@ FIELDS = tuple(f.name for f in attrs.fields(SendGroup))
 def spill_dir(requests_dir: str | os.PathLike[str]) -> str:
     """A new scratch directory beside ``requests_dir`` (module rules)."""
     parent = os.path.dirname(os.path.abspath(os.fspath(requests_dir)))
+    os.makedirs(parent, exist_ok=True)  # as the requests directory itself is made, parents included
     return tempfile.mkdtemp(prefix=".groups-", dir=parent)
 
 

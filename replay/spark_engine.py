@@ -122,8 +122,10 @@ def replay_spark(
         planned = f"serial: {plan.reason}"
         plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
         routed = plans.partitionBy(count, lambda k: k).values()
-    spill = None if requests_dir is None else spill_dir(requests_dir)
+    spill = None
     try:
+        if requests_dir is not None:
+            spill = spill_dir(requests_dir)
         ends: list[UnitEnd] = routed.map(
             lambda unit: spark_task(run_unit, source, options, coalesce, unit, spill)
         ).collect()

@@ -64,6 +64,6 @@ def test_another_layout_is_refused(tmp_path: Path) -> None:
 
 
 def test_spill_dir_is_beside_the_requests(tmp_path: Path) -> None:
-    (tmp_path / "out").mkdir()
-    made = Path(spill_dir(tmp_path / "out" / "requests"))
+    made = Path(spill_dir(tmp_path / "out" / "requests"))  # the parent is made, as the requests directory is
     assert made.parent == tmp_path / "out" and made.name.startswith(".groups-") and made.is_dir()
+    assert Path(spill_dir(tmp_path / "out" / "requests")) != made  # each run its own
