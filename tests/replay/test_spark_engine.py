@@ -214,7 +214,7 @@ def test_units_are_of_equal_size_even_when_the_cap_on_units_binds(tmp_path: Path
             f.truncate(total)  # sparse: only the size matters
         return SimpleNamespace(segments=[str(path)])
 
-    big = 552_000_000  # the 10M-record benchmark log: 64 units of 8 MiB would leave 24 MB to the last
+    big = MAX_UNITS * MAX_UNIT_BYTES + 24_000_000  # MAX_UNITS units of MAX_UNIT_BYTES would leave 24 MB to the last
     size = unit_bytes_for(sized(big), 2)
     assert size * MAX_UNITS >= big and size - (big // MAX_UNITS) <= 1
     assert unit_bytes_for(sized(40 << 20), 2) == max(MIN_UNIT_BYTES, min(MAX_UNIT_BYTES, (40 << 20) // 16))
