@@ -41,8 +41,8 @@ Rules of this module:
   the task ends with every live object frozen (``gc.freeze``): PySpark's daemon runs a full
   collection (``gc.collect()``, pyspark/daemon.py) after every task of a reused worker, which
   walked the worker's whole heap, the memos that outlive tasks by design (full_image's pieces,
-  the leadership cache) and what the task left: 0.35 s after each of the 192 tasks of a
-  10M-record run, 98 s of the workers' CPU in a py-spy profile of it. Frozen, there is nothing
+  the leadership cache) and what the task left: 0.35 s after each task, 98 s of the workers'
+  CPU in a py-spy profile of a 10M-record run (then 64 units: 192 tasks). Frozen, there is nothing
   for it to walk. The next task starts by unfreezing them into the oldest generation, so a
   cycle a task left is not kept forever: the next full collection (rare) finds it. Reference
   counting frees frozen objects as any other (the replay's data is acyclic, above).
