@@ -52,11 +52,12 @@ __all__ = [
 
 UNITS_PER_CORE = 8  # several units per core even out units of uneven cost
 MIN_UNIT_BYTES = 256 << 10
-# At most this much input per unit below MAX_UNITS units. A unit's output no longer stays in
-# memory or in Spark (group_spill: a file, a chunk at a time), so a unit may be as large as
-# UNITS_PER_CORE asks; what a unit costs beside its work is fixed (a range task, its image
-# composed on the driver and unpacked in the task, its first full-image body from a cold memo):
-# on the 10M-record log (578 MB, local[2]) 16 units took the driver's combine from 9.8 to 3.1 s.
+# The most input a unit gets while the log needs fewer than MAX_UNITS units. A unit's output
+# no longer stays in memory or in Spark (group_spill: a file, a chunk at a time), so a unit may
+# be as large as UNITS_PER_CORE asks; what a unit costs beside its work is fixed (a range task,
+# its image composed on the driver and unpacked in the task, its first full-image body from a
+# cold memo): on the 10M-record log (578 MB, local[2]) 16 units took the driver's combine from
+# 9.8 to 3.2 s.
 MAX_UNIT_BYTES = 64 << 20
 MAX_UNITS = 64  # each task has a fixed cost and a unit carries an image: a few dozen are plenty
 
