@@ -32,7 +32,7 @@ run: java $(STAMP)
 	$(BIN)/ctrlbatch replay $(SAMPLE) --out $(OUT)
 
 test: java $(STAMP)
-	$(BIN)/ruff check requests batch context testing cli common replay transport sim tests benchmarks
+	$(BIN)/ruff check requests batch context testing cli common replay transport sim controller tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOMAIN = ("replay", "sim", "batch", "transport", "context", "requests", "testing")
+DOMAIN = ("replay", "sim", "controller", "batch", "transport", "context", "requests", "testing")
 
 
 def imported_modules(path: Path, package: str) -> set[str]:
@@ -66,5 +66,18 @@ def test_common_imports_no_other_ctrlbatch_package() -> None:
         for path in layer_files("common")
         for name in sorted(imported_modules(path, "ctrlbatch.common"))
         if name.startswith("ctrlbatch.") and not name.startswith("ctrlbatch.common")
+    ]
+    assert offenders == []
+
+
+def test_controller_logic_stays_sans_io() -> None:
+    """ctrlbatch.controller decides; it reaches the brokers only through the batch. It imports no
+    network, simulation or replay layer, so a user embeds it with nothing but the batch engine."""
+    below = ("ctrlbatch.sim", "ctrlbatch.transport", "ctrlbatch.replay", "asyncio", "socket")
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in layer_files("controller")
+        for name in sorted(imported_modules(path, "ctrlbatch.controller"))
+        if any(name == b or name.startswith(b + ".") for b in below)
     ]
     assert offenders == []
