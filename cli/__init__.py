@@ -57,7 +57,8 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+        # identity, not ==: a default of 0 (== False) says something and is shown
+        if action.default is None or action.default is False or action.default is argparse.SUPPRESS or "default" in text:
             return text
         return super()._get_help_string(action) or text
 
@@ -68,16 +69,27 @@ def _top_parser() -> argparse.ArgumentParser:
         description="Kafka 3.9's controller-to-broker request batching, and the tools around it.",
         epilog="Run 'ctrlbatch COMMAND --help' for a command's options.",
     )
+    ap.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (_module, help_text) in SUBCOMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
     return ap
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's), without importing any subcommand."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ctrlbatch")
+    except PackageNotFoundError:  # running from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ctrlbatch`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] not in SUBCOMMANDS:
+    if not args or args[0] not in SUBCOMMANDS:  # help, --version, or a usage error
         _top_parser().parse_args(args)  # prints help or a usage error naming the valid commands
         return 2
     name, rest = args[0], args[1:]

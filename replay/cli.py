@@ -43,7 +43,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a __cluster_metadata-0 directory (or the data directory holding it), a .log segment, "
         "a .checkpoint snapshot, JSON lines of records, or kafka-dump-log output",
     )
-    parser.add_argument("--out", metavar="DIR", help="write DIR/requests/ (Parquet), DIR/summary.json, DIR/report.png")
+    parser.add_argument("--out", metavar="DIR", help="write DIR/requests/ (Parquet), DIR/summary.json, DIR/report.png "
+                        "(default: nothing is written; the summary is printed)")
     parser.add_argument("--engine", choices=ENGINES, default="spark", help="Spark (parallel) or one local process")
     parser.add_argument(
         "--master", metavar="URL", help="Spark master (default: spark-submit's, else local[*]), e.g. spark://host:7077"
@@ -66,7 +67,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--zk-controller-epoch", type=int, metavar="N",
         help="request header controller epoch (default: the KRaft leader epoch of each delta)",
     )
-    parser.add_argument("--ibp", metavar="V", help="force request versions for this metadata version, e.g. 2.8-IV1")
+    parser.add_argument(
+        "--ibp", metavar="V",
+        help="force request versions for this metadata version, e.g. 2.8-IV1 "
+        "(default: the log's own metadata.version at each point of the history)",
+    )
     parser.add_argument(
         "--correct-offline", action="store_true",
         help="list really offline replicas for deleted topics (Kafka 3.9 inverts that list)",

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import attrs
 
+from ctrlbatch.batch.versions import leader_and_isr_version, stop_replica_version, update_metadata_version
 from ctrlbatch.common import CommandError, Progress
 from ctrlbatch.context import MetadataVersion
 
@@ -361,6 +362,13 @@ def _more_lines(outcome: ReplayOutcome, data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def request_versions_line(mv: MetadataVersion) -> str:
+    """Which request version the controller sends at ``mv`` (ControllerChannelManager's tables):
+    what explains most of a --compare-ibp difference."""
+    return (f"  at {mv}: LeaderAndIsr v{leader_and_isr_version(mv)}, UpdateMetadata v{update_metadata_version(mv)},"
+            f" StopReplica v{stop_replica_version(mv)}")
+
+
 def format_comparison(versions: tuple[MetadataVersion, MetadataVersion], left: ReplayOutcome, right: ReplayOutcome) -> str:
     """Per API: requests and bytes at each version and the difference (right minus left)."""
     a, b = (_summary_dict(o.summary)["by_api"] for o in (left, right))
@@ -368,6 +376,7 @@ def format_comparison(versions: tuple[MetadataVersion, MetadataVersion], left: R
     zero = {"requests": 0, "bytes": 0}
     lines = [
         f"what-if: the same history at metadata.version {v1} and {v2} ({left.job.engine} engine)",
+        *(request_versions_line(v) for v in versions),
         f"{'api':<16}{'requests ' + v1:>20}{'requests ' + v2:>20}{'diff':>10}"
         f"{'bytes ' + v1:>20}{'bytes ' + v2:>20}{'diff':>14}{'diff %':>9}",
     ]

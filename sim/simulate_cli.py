@@ -26,7 +26,7 @@ _API = {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brokers", type=int, default=5, help="number of simulated brokers")
     parser.add_argument("--partitions", type=int, default=200, help="partitions (50 per topic, replication min(3, brokers))")
-    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="failover")
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="failover", help="what the run does")
     parser.add_argument("--faults", default="", help="comma-separated: close:B@N, hangup:B@N, error:B=CODE@N, delay:B=SECONDS, "
                                                      "refuse:B=SECONDS (B a broker id, N its N-th request)")
     parser.add_argument("--session-timeout-ms", type=int, default=1500,

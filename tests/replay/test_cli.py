@@ -60,6 +60,9 @@ def test_compare_ibp_prints_the_difference(sample_dir: Path, capsys: pytest.Capt
     code, out, err = run(capsys, str(sample_dir), "--engine", "local", "--compare-ibp", "2.8-IV1,3.9-IV0", "--quiet")
     assert code == 0, err
     assert "what-if: the same history at metadata.version 2.8-IV1 and 3.9-IV0" in out
+    # the request versions of each level (ControllerChannelManager's tables), which explain the difference
+    assert "  at 2.8-IV1: LeaderAndIsr v5, UpdateMetadata v7, StopReplica v3" in out.splitlines()
+    assert "  at 3.9-IV0: LeaderAndIsr v7, UpdateMetadata v8, StopReplica v4" in out.splitlines()
     per_version = []
     for v in ("2.8-IV1", "3.9-IV0"):
         options = ReplayOptions(ibp=MetadataVersion.from_version_string(v))
