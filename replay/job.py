@@ -200,10 +200,14 @@ def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any
 
 def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int]:
     from .spark_engine import HistorySource, replay_spark
+    from .spark_master import MasterError
     from .spark_progress import StageProgress
     from .spark_session import spark_session
 
-    spark = spark_session(job.master, quiet=not job.progress)
+    try:
+        spark = spark_session(job.master, quiet=not job.progress)
+    except MasterError as e:
+        raise CommandError(f"--master: {e}") from None
     # Absolute paths: executors of a cluster do not run in the driver's working directory.
     snapshot = job.from_snapshot
     if snapshot is not None and snapshot != "newest":

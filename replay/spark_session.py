@@ -13,9 +13,15 @@ Rules of this module (pyspark-notes.md Part B):
   the shared temp directory, where anybody could plant a symlink or a file of their own.
   Spark's own loggers get a level of their own, so Spark does not print its "Setting default
   log level" banner; the executor's and the task manager's error reports (a stack trace per
-  failed task) are off: the driver raises the failure and the command prints it as one line.
+  failed task) are off: the driver raises the failure and the command prints it as one line;
+  so are the standalone client's give-up report and the transport's outstanding-requests
+  error, which repeat what ``session_start``'s line says when a master never answers.
 - quiet=True also drops the JVM's own "WARNING: Using incubator modules" line, which log4j
   cannot reach: the JVM's standard error goes through a pipe that forwards every other line.
+- A master is checked before a JVM is started for it, and a session that fails to start is one
+  line (spark_master.py): ``MasterError`` for a wrong or unreachable master, within seconds.
+- The driver's log4j file applies whatever the master (the driver is this process's JVM); a
+  cluster's executors keep their own logging.
 - py4j reports a failed gateway call twice: it raises Py4JNetworkError (which the command turns
   into its one line) and logs the traceback through the root logger (``logging.exception``, so
   Python's default handler prints it). The second copy is dropped by a filter on the root logger
@@ -36,6 +42,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .spark_master import check_master, session_start
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -78,6 +86,10 @@ logger.executor.name = org.apache.spark.executor.Executor
 logger.executor.level = off
 logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
 logger.tasks.level = off
+logger.standalone.name = org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend
+logger.standalone.level = off
+logger.transport.name = org.apache.spark.network.client.TransportResponseHandler
+logger.transport.level = off
 """
 
 _JVM_NOISE = (b"WARNING: Using incubator modules:",)  # lines quiet=True drops from the JVM's stderr
@@ -179,9 +191,12 @@ def spark_session(
 
     from pyspark.sql import SparkSession
 
+    if effective is not None and SparkSession.getActiveSession() is None:
+        check_master(effective)  # a MasterError in seconds, before any JVM (spark_master.py)
     settings = dict(SESSION_CONF)
     if local:
         settings.update(LOCAL_CONF)
+    if not submitted:  # the driver is this process's JVM whatever the master: errors only, in UTC
         java_opts = f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()} -Duser.timezone=UTC"
         settings["spark.driver.extraJavaOptions"] = java_opts
     settings["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
@@ -194,7 +209,7 @@ def spark_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     starts_jvm = not submitted and SparkSession.getActiveSession() is None
-    with _jvm_stderr_filtered(quiet and starts_jvm):
+    with _jvm_stderr_filtered(quiet and starts_jvm), session_start(effective):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
