@@ -309,3 +309,40 @@ def test_both_engines_give_the_same_rows(spark: Any, log: Path, tmp_path: Path, 
         assert result.planned == "serial: the history starts from a snapshot"
     else:
         assert result.planned.startswith("serial: ") and "(CLEAR_ELR_RECORD) is not composed" in result.planned
+
+
+def test_a_partial_image_holds_what_a_clear_elr_reads() -> None:
+    """The partial-image contract (propagator._touched_topics): a ClearElrRecord reads its name's
+    topic, or every topic of the image when the name is empty; a partial image with those gives the
+    same sends as the whole image on every delta of the log where no broker changed."""
+    from ctrlbatch.replay.deltas import Delta
+    from ctrlbatch.replay.propagator import (
+        _needs_full_image,
+        _partial_image,
+        _touched_topics,
+        propagate_delta,
+    )
+    from ctrlbatch.replay.record_classes import decode_value
+
+    image, offset, checked = EMPTY_IMAGE, 1, 0
+    options = ReplayOptions(controller_id=3000)
+    for values in BEFORE_SNAPSHOT + AFTER_SNAPSHOT:
+        records = []
+        for v in values:
+            t, version, data = decode_value(v, 0, len(v))
+            records.append(MetadataRecord(offset, t, version, data))
+            offset += 1
+        delta = Delta(offset - 1, 1000, 1, tuple(records), 3000)
+        touched = _touched_topics(records, image)
+        if any(r.type == CLEAR_ELR_RECORD and not r.data.topic_name for r in records):
+            assert touched.every and touched.ids >= set(image.topics)
+        if not _needs_full_image(image, records, options):
+            checked += 1
+            part, part_sends = propagate_delta(_partial_image(image, records), delta, options)
+            full, sends = propagate_delta(image, delta, options)
+            assert [(s.broker, s.dropped, s.request.encode(correlation_id=0, client_id="x")) for s in part_sends] == \
+                [(s.broker, s.dropped, s.request.encode(correlation_id=0, client_id="x")) for s in sends]
+            assert {t: part.topics[t] for t in touched.ids if t in part.topics} == \
+                {t: full.topics[t] for t in touched.ids if t in full.topics}
+        image, _ = propagate_delta(image, delta, options)
+    assert checked >= 6
