@@ -301,9 +301,9 @@ def test_generate_log_takes_4x_names(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["generate-log", str(tmp_path / "g"), "--metadata-version", "4.2-IV1", "--records", "3000",
                  "--quiet"]) == 0
     assert "CLEAR_ELR_RECORD" in capsys.readouterr().out
-    levels = {r.data.feature_level for b in open_history(tmp_path / "g").batches() for r in b.records
-              if r.type == FEATURE_LEVEL_RECORD}
-    assert levels == {29}
+    features = {(r.data.name, r.data.feature_level) for b in open_history(tmp_path / "g").batches()
+                for r in b.records if r.type == FEATURE_LEVEL_RECORD}
+    assert features == {("metadata.version", 29), ("eligible.leader.replicas.version", 1)}
     assert main(["generate-log", str(tmp_path / "h"), "--metadata-version", "4.9-IV0", "--quiet"]) == 1
     assert "--metadata-version: unknown metadata.version '4.9-IV0'" in capsys.readouterr().err
 
