@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, apply_delta
+from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
 from ctrlbatch.replay.local_engine import replay_local
 from ctrlbatch.replay.propagator import ReplayOptions
 from ctrlbatch.replay.record_classes import control_class, encode_control, encode_value, record_class
@@ -346,3 +348,108 @@ def test_a_partial_image_holds_what_a_clear_elr_reads() -> None:
                 {t: full.topics[t] for t in touched.ids if t in full.topics}
         image, _ = propagate_delta(image, delta, options)
     assert checked >= 6
+
+
+# ---------------------------------------------------------------- an oracle of the 4.1+ rules (hypothesis)
+
+_NAMES = ("a", "b", "c", "d")
+_op = st.one_of(
+    st.tuples(st.just("remove"), st.sampled_from(_NAMES)),
+    st.tuples(st.just("create"), st.sampled_from(_NAMES), st.booleans()),
+    st.tuples(st.just("clear"), st.sampled_from(("",) + _NAMES)),
+)
+
+
+@given(st.lists(st.booleans(), min_size=4, max_size=4), st.lists(_op, max_size=10))
+@settings(max_examples=200, deadline=None)
+def test_clear_elr_follows_the_4_1_rules_in_any_delta(base_elr: list[bool], ops: list[tuple[Any, ...]]) -> None:
+    """One delta of removals, creations (a partition with or without an ELR) and ClearElrRecords
+    over an image of four topics, replayed by apply_delta, against an oracle written from
+    TopicsDelta/TopicDelta 4.1+: names resolve to the latest created id first, then the image's;
+    an image topic removed in the delta is skipped; "" covers the image's and the created topics;
+    a cleared partition with an ELR loses it and moves its partition epoch by one."""
+    ids = iter(uuid.UUID(int=1000 + i) for i in range(100))
+    base_records = []
+    # oracle state: name -> id of the live topics; id -> [elr?, partition epoch]
+    live: dict[str, uuid.UUID] = {}
+    parts: dict[uuid.UUID, list[Any]] = {}
+    for name, elr in zip(_NAMES, base_elr, strict=True):
+        tid = next(ids)
+        base_records += [_rec(TOPIC_RECORD, name=name, topic_id=tid), _part_rec(tid, elr)]
+        live[name], parts[tid] = tid, [elr, 0]
+    image, _ = apply_delta(EMPTY_IMAGE, base_records, offset=len(base_records))
+    image_ids = dict(live)
+    deleted: set[uuid.UUID] = set()
+    created: dict[str, uuid.UUID] = {}
+    records: list[MetadataRecord] = []
+    refused = False
+
+    def clear_topic(tid: uuid.UUID) -> None:
+        if tid not in deleted and parts[tid][0]:
+            parts[tid][0] = False
+            parts[tid][1] += 1
+
+    for op in ops:
+        if op[0] == "remove":
+            tid = live.pop(op[1], None)
+            if tid is None:
+                continue
+            records.append(_rec(REMOVE_TOPIC_RECORD, topic_id=tid))
+            if tid in image_ids.values():
+                deleted.add(tid)
+            created.pop(op[1], None)  # KAFKA-19497
+        elif op[0] == "create":
+            if op[1] in live:
+                continue
+            tid = next(ids)
+            records += [_rec(TOPIC_RECORD, name=op[1], topic_id=tid), _part_rec(tid, op[2])]
+            live[op[1]] = created[op[1]] = tid
+            parts[tid] = [op[2], 0]
+        else:
+            records.append(_rec(CLEAR_ELR_RECORD, topic_name=op[1]))
+            if op[1] == "":
+                for tid in [*image_ids.values(), *created.values()]:
+                    clear_topic(tid)
+            else:
+                found = created.get(op[1], image_ids.get(op[1]))
+                if found is None:
+                    refused = True
+                    break
+                clear_topic(found)
+    for i, r in enumerate(records):
+        records[i] = MetadataRecord(100 + i, r.type, r.version, r.data)
+    if refused:
+        with pytest.raises(MetadataReplayError, match="Unable to clear elr for topic with name"):
+            apply_delta(image, records)
+        return
+    after, changes = apply_delta(image, records)
+    assert after.topic_ids_by_name == live and set(after.topics) == set(live.values())
+    assert set(changes.deleted_topics) == deleted
+    for tid in live.values():
+        p = after.topics[tid].partitions[0]
+        assert (p.has_elr, p.partition_epoch) == (parts[tid][0], parts[tid][1]), tid
+
+
+def _rec(type_id: int, **fields: Any) -> MetadataRecord:
+    cls: Any = record_class(type_id)
+    return MetadataRecord(0, type_id, 2 if type_id == PARTITION_RECORD else 0, cls(**fields))
+
+
+def _part_rec(tid: uuid.UUID, elr: bool) -> MetadataRecord:
+    return _rec(PARTITION_RECORD, partition_id=0, topic_id=tid, replicas=[1, 2, 3], isr=[1], leader=1, leader_epoch=0,
+                partition_epoch=0, eligible_leader_replicas=[2] if elr else None)
+
+
+def test_the_printed_summary_and_summary_json_name_the_spark_plan(log: Path) -> None:
+    """The serial fallback is stated where a user reads the run: a "spark plan:" line and "plan"
+    in summary.json (job.ReplayOutcome), absent for the local engine."""
+    from ctrlbatch.replay.job import ReplayJob, ReplayOutcome, format_summary
+
+    history = open_history(log)
+    local = replay_local(history, ReplayOptions())
+    rows = len(local.drain())
+    plan = "serial: range 0: NotComposable: record type 28 (CLEAR_ELR_RECORD) is not composed"
+    spark = ReplayOutcome(ReplayJob(path=str(log)), local.summary, history.stats, rows, 1.0, None, plan=plan)
+    assert f"\nspark plan: {plan}\n" in format_summary(spark) and spark.to_dict()["plan"] == plan
+    alone = ReplayOutcome(ReplayJob(path=str(log), engine="local"), local.summary, history.stats, rows, 1.0, None)
+    assert "spark plan" not in format_summary(alone) and "plan" not in alone.to_dict()
