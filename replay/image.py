@@ -36,11 +36,14 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
   cordoned log dirs (None when null or before v4), BrokerRegistrationChangeRecord v3 replaces
   them when not null (null: no change, empty: all uncordoned; KAFKA-20441's
   ClusterControlManager.replay). They are part of the registration's equality as every
-  registration field is (BrokerRegistration.java:352-365 at 3.9), so a change that only cordons
-  or uncordons makes a changed broker (ClusterDelta.java:148-150 at 3.9: only an actual change
-  is recorded) and, through MigrationPropagator.scala:122-134, UpdateMetadata with everything
-  to every target broker and LeaderAndIsr for its partitions. Kept in record order (4.3's
-  BrokerRegistration.java could not be read: whether it sorts them is not known).
+  registration field is (BrokerRegistration.java:352-365 at 3.9). 4.3's BrokerRegistration.java
+  could not be read; but ClusterDelta keeps a BrokerRegistrationChangeRecord only when the
+  registration it makes differs (ClusterDelta.java:143-150 at 3.9), so a cordon change could
+  not reach the image, which KIP-1066 writes it for ("persisted in the metadata log"), unless
+  equality compares the cordoned dirs. So a change that only cordons or uncordons makes a
+  changed broker and, through MigrationPropagator.scala:122-134, UpdateMetadata with everything
+  to every target broker and LeaderAndIsr for its partitions. Kept in record order (whether
+  4.3 sorts them is not known).
   UnregisterControllerRecord creates the cluster delta (controllers are not kept).
 - metadata.version levels are Kafka 4.x's (context.metadata_level, 1-33); the image keeps the
   3.9 MetadataVersion whose request versions stand for the level: 3.9-IV0 above level 21.
