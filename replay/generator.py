@@ -18,11 +18,29 @@ Rules:
   record versions as the metadata.version in force writes them (kafka-metadata-records.md 2.1;
   kafka-metadata-versions-4x.md for levels 22-33: PartitionRecord/PartitionChangeRecord v2 from
   23, RegisterBrokerRecord v4 from 30; BrokerRegistrationChangeRecord keeps its call-site versions).
-- Kafka 4.x levels (22-33) add the event ``clear_elr`` (from 23, 4.0-IV1): a ClearElrRecord for
-  one live topic, or now and then (1 in 8) empty, for all topics, as the controller writes when
-  ELR is turned off or a topic's min.insync.replicas changes. The model keeps no ELR (it never
-  writes one), so these records change no partition; they still make their topics changed.
-  Levels up to 21 never draw it, so 3.x histories keep their bytes.
+- Kafka 4.x levels (22-33; 3.x histories keep their bytes: nothing below is drawn or written
+  under level 23). From 4.0-IV1 (23) eligible.leader.replicas.version 1 is written (in the
+  bootstrap transaction, or right after the upgrade) and the model keeps ELRs as a KIP-966
+  controller does (PartitionChangeBuilder.java:431-571 at apache/kafka trunk@1eb7644, the ELR
+  code 4.0 shipped; ReplicationControlManager.java:1381-1387, 1905-1950, 2257-2263 there):
+  every change computes the target ELR and last known ELR (at or above the effective min ISR,
+  min(min.insync.replicas, replication factor), both empty; below it the ELR gains the old ISR
+  members outside the new ISR) and writes them only when they differ; a leaving broker leaves
+  even the last ISR (the ISR may be empty, leader -1); an unfenced broker in the ELR of a
+  leaderless partition with an empty ISR is elected from it; a new incarnation of a broker first
+  gets the unclean-shutdown changes (out of every ISR and ELR it is in, into the last known
+  ELR; ClusterControlManager.java:431-454 there) in its registration batch. PartitionRecords
+  carry a non-empty ELR / last known ELR (snapshots). min.insync.replicas is MIN_ISR (the
+  controllers' static config) until a ConfigRecord changes it.
+- 4.x events (EVENTS_4X): ``clear_elr``: a min.insync.replicas ConfigRecord for a live topic
+  or (1 in 8) the cluster, then the ClearElrRecord ConfigurationControlManager writes for it
+  (the topic's name, or empty), in one batch; ``elr_churn``: one transaction (one delta) that
+  removes a live topic, creates one, shrinks some of its ISRs below min ISR and changes the
+  cluster's min.insync.replicas with its ClearElrRecord(""): the delta-level rules of 4.1+'s
+  TopicsDelta in one delta; ``cordon`` (4.3-IV0 on): a live broker cordons or uncordons its log
+  dir, a BrokerRegistrationChangeRecord v3 (registrations v4 carry none: KAFKA-20441);
+  ``controller_registration`` (RegisterControllerRecord of a voter) and, at 4.4-IV2,
+  ``controller_unregistration``. The model clears ELRs as TopicDelta.maybeClearElr does.
 - Generation stops after the event during which `records` records were reached (control
   records and NoOps included), so the count is reached exactly or passed by one event.
 """
@@ -74,7 +92,17 @@ EVENTS: tuple[tuple[str, int], ...] = (
     ("kraft_leader_change", 1),
 )
 # Drawn only at levels >= MV_ELR (appended after EVENTS so that 3.x draws are unchanged).
-EVENTS_4X: tuple[tuple[str, int], ...] = (("clear_elr", 2),)
+EVENTS_4X: tuple[tuple[str, int], ...] = (
+    ("clear_elr", 2),
+    ("elr_churn", 1),
+    ("cordon", 2),
+    ("controller_registration", 1),
+    ("controller_unregistration", 1),
+)
+ELR_FEATURE = "eligible.leader.replicas.version"
+MIN_ISR = 2  # min.insync.replicas of the controllers' server.properties (not in the log)
+MIN_ISR_VALUES = (1, 2, 2, 3)  # what a min.insync.replicas change sets
+CONFIG_TOPIC, CONFIG_BROKER = 2, 4  # ConfigResource.Type ids
 
 _I32 = struct.Struct(">i")
 _PARTITION_HEAD = struct.Struct(">i16s")
@@ -104,9 +132,11 @@ def partition_change_value(
     removing: Sequence[int] | None = None,
     adding: Sequence[int] | None = None,
     directories: Sequence[bytes] | None = None,
+    elr: Sequence[int] | None = None,
+    last_known_elr: Sequence[int] | None = None,
 ) -> bytes:
     """A framed PartitionChangeRecord (v0-2): every field but the key is tagged, written only
-    when it differs from its default (null lists, leader -2), in tag order (v2's ELRs: never)."""
+    when it differs from its default (null lists, leader -2), in tag order (v2's ELRs: tags 6, 7)."""
     tags = []
     if isr is not None:
         tags.append(b"\x00" + _sized(_int_array(isr)))
@@ -118,6 +148,10 @@ def partition_change_value(
         tags.append(b"\x03" + _sized(_int_array(removing)))
     if adding is not None:
         tags.append(b"\x04" + _sized(_int_array(adding)))
+    if elr is not None and version >= 2:
+        tags.append(b"\x06" + _sized(_int_array(elr)))
+    if last_known_elr is not None and version >= 2:
+        tags.append(b"\x07" + _sized(_int_array(last_known_elr)))
     if directories is not None and version >= 1:
         tags.append(b"\x08" + _sized(_uuid_array(directories)))
     return (
@@ -148,9 +182,12 @@ def partition_value(
     leader_epoch: int,
     partition_epoch: int,
     directories: Sequence[bytes],
+    elr: Sequence[int] = (),
+    last_known_elr: Sequence[int] = (),
 ) -> bytes:
     """A framed PartitionRecord (v0-2) with leaderRecoveryState RECOVERED (its default: no tag) and,
-    in v2, no ELR (tagged, null: no tag)."""
+    in v2, the ELR and last known ELR (tags 1, 2) when not empty, as PartitionRegistration.toRecord
+    sets them (null, no tag, otherwise)."""
     parts = [
         b"\x01\x03",
         bytes((version,)),
@@ -163,7 +200,13 @@ def partition_value(
     ]
     if version >= 1:
         parts.append(_uuid_array(directories))
-    parts.append(b"\x00")
+    tags = []
+    if elr and version >= 2:
+        tags.append(b"\x01" + _sized(_int_array(elr)))
+    if last_known_elr and version >= 2:
+        tags.append(b"\x02" + _sized(_int_array(last_known_elr)))
+    parts.append(bytes((len(tags),)))
+    parts.extend(tags)
     return b"".join(parts)
 
 
@@ -249,6 +292,8 @@ class _Partition:
         "adding",
         "removing",
         "target",
+        "elr",
+        "last_known_elr",
     )
 
     def __init__(self, topic: _Topic, index: int, replicas: list[int]) -> None:
@@ -262,10 +307,12 @@ class _Partition:
         self.adding: list[int] = []
         self.removing: list[int] = []
         self.target: list[int] | None = None
+        self.elr: list[int] = []
+        self.last_known_elr: list[int] = []
 
 
 class _Topic:
-    __slots__ = ("name", "id", "id_bytes", "partitions", "live")
+    __slots__ = ("name", "id", "id_bytes", "partitions", "live", "min_isr")
 
     def __init__(self, name: str, topic_id: uuid.UUID) -> None:
         self.name = name
@@ -273,10 +320,11 @@ class _Topic:
         self.id_bytes = topic_id.bytes
         self.partitions: list[_Partition] = []
         self.live = True
+        self.min_isr: int | None = None  # a topic-level min.insync.replicas, None: the cluster's
 
 
 class _Broker:
-    __slots__ = ("id", "epoch", "incarnation", "fenced", "shutting_down", "log_dir", "log_dir_bytes")
+    __slots__ = ("id", "epoch", "incarnation", "fenced", "shutting_down", "log_dir", "log_dir_bytes", "cordoned")
 
     def __init__(self, broker_id: int, log_dir: uuid.UUID) -> None:
         self.id = broker_id
@@ -286,6 +334,7 @@ class _Broker:
         self.shutting_down = False
         self.log_dir = log_dir
         self.log_dir_bytes = log_dir.bytes
+        self.cordoned: bool | None = None  # None: not known (a v4 registration carries null)
 
     @property
     def alive(self) -> bool:
@@ -346,6 +395,9 @@ class _Generator:
         self.topic_counter = 0
         self.snapshot_paths: list[str] = []
         self.upgraded = config.upgrade_to is None
+        self.elr_enabled = False  # eligible.leader.replicas.version 1, written once the level allows it
+        self.min_isr = MIN_ISR
+        self.controllers: dict[int, bool] = {v: False for v in VOTERS}  # registered (KIP-919) or not
         per = config.snapshots + 1
         self.snapshot_marks = [config.records * (i + 1) // per for i in range(config.snapshots)]
         self._set_events()
@@ -427,8 +479,26 @@ class _Generator:
     def _partition_record(self, p: _Partition) -> bytes:
         return partition_value(
             self.partition_version, p.index, p.topic.id_bytes, p.replicas, p.isr, p.removing, p.adding,
-            p.leader, p.leader_epoch, p.partition_epoch, self._dirs(p.replicas),
+            p.leader, p.leader_epoch, p.partition_epoch, self._dirs(p.replicas), p.elr, p.last_known_elr,
         )  # fmt: skip
+
+    def _min_isr(self, p: _Partition) -> int:
+        """ReplicationControlManager.getTopicEffectiveMinIsr: the topic's (else the cluster's)
+        min.insync.replicas, at most the replication factor of partition 0."""
+        configured = self.min_isr if p.topic.min_isr is None else p.topic.min_isr
+        return min(configured, len(p.topic.partitions[0].replicas))
+
+    def _target_elr(self, p: _Partition, target_isr: list[int], unclean: int | None) -> tuple[list[int], list[int]]:
+        """PartitionChangeBuilder.maybePopulateTargetElr: at or above min ISR both are empty; below
+        it the ELR is the old ELR and ISR minus the target ISR (and an uncleanly shut down replica),
+        the last known ELR the rest of those and the old one. Java's HashSet of small ints
+        iterates in ascending order, so the lists are sorted."""
+        if len(target_isr) >= self._min_isr(p):
+            return [], []
+        candidates = set(p.elr) | set(p.isr)
+        elr = sorted(r for r in candidates if r not in target_isr and r != unclean)
+        known = sorted(r for r in candidates | set(p.last_known_elr) if r not in target_isr and r not in elr)
+        return elr, known
 
     def _change(
         self,
@@ -439,8 +509,20 @@ class _Generator:
         replicas: list[int] | None = None,
         removing: list[int] | None = None,
         adding: list[int] | None = None,
+        elr: list[int] | None = None,
+        last_known_elr: list[int] | None = None,
+        unclean: int | None = None,
     ) -> bytes:
-        """Apply a change to the model the way PartitionRegistration.merge does; its record."""
+        """Apply a change to the model the way PartitionRegistration.merge does; its record. With
+        ELR enabled the ELR and last known ELR are the builder's (``_target_elr``) unless given (an
+        election from the ELR), and written when they differ (maybeUpdateRecordElr)."""
+        new_elr = new_known = None
+        if self.elr_enabled:
+            if elr is None or last_known_elr is None:
+                elr, last_known_elr = self._target_elr(p, p.isr if isr is None else isr, unclean)
+            new_elr = elr if elr != p.elr else None
+            new_known = last_known_elr if last_known_elr != p.last_known_elr else None
+            p.elr, p.last_known_elr = elr, last_known_elr
         if isr is not None:
             p.isr = isr
         if leader != -2:
@@ -456,15 +538,36 @@ class _Generator:
         dirs = self._dirs(replicas) if replicas is not None and self.partition_version >= 1 else None
         return partition_change_value(
             self.partition_version, p.index, p.topic.id_bytes, isr=isr, leader=leader, replicas=replicas,
-            removing=removing, adding=adding, directories=dirs,
+            removing=removing, adding=adding, directories=dirs, elr=new_elr, last_known_elr=new_known,
         )  # fmt: skip
 
     def _register(self, b: _Broker) -> None:
-        b.epoch = self.offset
+        """RegisterBrokerRecord; a new incarnation of a known broker first has its partition changes
+        of an unclean shutdown (ClusterControlManager.registerBroker), with ELR enabled."""
+        values = self._unclean_shutdown(b) if self.elr_enabled and b.epoch >= 0 else []
+        in_txn = len(values) + 1 > MAX_RECORDS_PER_BATCH and self.level >= MV_TRANSACTIONS  # a Begin goes first
+        b.epoch = self.offset + len(values) + in_txn
         b.incarnation = self._uuid()
         b.fenced = True
         b.shutting_down = False
-        self._commit([self._registration(b)], [rec.REGISTER_BROKER_RECORD])
+        b.cordoned = None  # a v4 registration carries none (KAFKA-20441: the heartbeat sends them)
+        types = [rec.PARTITION_CHANGE_RECORD] * len(values) + [rec.REGISTER_BROKER_RECORD]
+        self._commit([*values, self._registration(b)], types)
+
+    def _unclean_shutdown(self, b: _Broker) -> list[bytes]:
+        """ReplicationControlManager.handleBrokerUncleanShutdown: b leaves the ISRs, then the ELRs
+        it is in (excluded from the ELR, so it joins the last known ELR); no leader changes."""
+        values = []
+        # By membership, not by replica (brokersToIsrs / brokersToElrs): an ELR may keep a replica a
+        # completed reassignment removed (maybePopulateTargetElr does not filter by replicas).
+        live = [p for p in self.parts if p.topic.live]
+        for p in live:
+            if b.id in p.isr:
+                values.append(self._change(p, isr=[r for r in p.isr if r != b.id], unclean=b.id))
+        for p in live:
+            if b.id in p.elr:
+                values.append(self._change(p, unclean=b.id))
+        return values
 
     def _registration(self, b: _Broker) -> bytes:
         cls = record_class(rec.REGISTER_BROKER_RECORD)
@@ -476,6 +579,7 @@ class _Generator:
             broker_id=b.id, is_migrating_zk_broker=False, incarnation_id=b.incarnation, broker_epoch=b.epoch,
             end_points=(endpoint,), features=(feature,), rack=RACKS[b.id % len(RACKS)], fenced=b.fenced,
             in_controlled_shutdown=b.shutting_down, log_dirs=(b.log_dir,) if self.register_version >= 3 else (),
+            cordoned_log_dirs=None if b.cordoned is None or self.register_version < 4 else (b.log_dir,) * b.cordoned,
         )  # fmt: skip
         return encode_value(rec.REGISTER_BROKER_RECORD, self.register_version, data)
 
@@ -489,12 +593,19 @@ class _Generator:
         return [b for b in self.brokers if b.alive]
 
     def _new_topic(self, n_partitions: int) -> None:
+        values: list[bytes] = []
+        types: list[int] = []
+        self._topic_records(n_partitions, values, types)
+        self._commit(values, types)
+
+    def _topic_records(self, n_partitions: int, values: list[bytes], types: list[int]) -> _Topic:
+        """A new topic in the model; its TopicRecord and PartitionRecords appended to values."""
         alive = [b.id for b in self._alive()]
         rf = min(self.c.replication_factor, len(alive))
         topic = _Topic(f"topic-{self.topic_counter:05d}", self._uuid())
         self.topic_counter += 1
         start = self.rng.randrange(len(alive))
-        values = [self._value(rec.TOPIC_RECORD, 0, name=topic.name, topic_id=topic.id)]
+        values.append(self._value(rec.TOPIC_RECORD, 0, name=topic.name, topic_id=topic.id))
         for i in range(n_partitions):
             p = _Partition(topic, i, [alive[(start + i + k) % len(alive)] for k in range(rf)])
             topic.partitions.append(p)
@@ -504,7 +615,8 @@ class _Generator:
         for p in topic.partitions:
             for r in p.replicas:
                 self.by_broker[r - 1].append(p)
-        self._commit(values, [rec.TOPIC_RECORD] + [rec.PARTITION_RECORD] * n_partitions)
+        types += [rec.TOPIC_RECORD] + [rec.PARTITION_RECORD] * n_partitions
+        return topic
 
     # --- the run
 
@@ -514,10 +626,11 @@ class _Generator:
         bootstrap = [
             self._value(rec.BEGIN_TRANSACTION_RECORD, 0, name="Bootstrap records"),
             self._value(rec.FEATURE_LEVEL_RECORD, 0, name="metadata.version", feature_level=self.level),
+            *([self._elr_feature()] if self.level >= MV_ELR else []),
             self._value(rec.ZK_MIGRATION_STATE_RECORD, 0, zk_migration_state=0),
             self._value(rec.END_TRANSACTION_RECORD, 0),
         ]
-        self._batch(bootstrap, [23, 12, 21, 24])
+        self._batch(bootstrap, [23, 12, *([12] if self.level >= MV_ELR else []), 21, 24])
         for b in self.brokers:
             self._register(b)
         for b in self.brokers:
@@ -553,6 +666,13 @@ class _Generator:
         self._set_events()
         value = self._value(rec.FEATURE_LEVEL_RECORD, 0, name="metadata.version", feature_level=self.level)
         self._commit([value], [rec.FEATURE_LEVEL_RECORD])
+        if self.level >= MV_ELR and not self.elr_enabled:  # then the operator turns ELR on
+            self._commit([self._elr_feature()], [rec.FEATURE_LEVEL_RECORD])
+
+    def _elr_feature(self) -> bytes:
+        """eligible.leader.replicas.version 1 (KIP-966): from here on the model keeps ELRs."""
+        self.elr_enabled = True
+        return self._value(rec.FEATURE_LEVEL_RECORD, 0, name=ELR_FEATURE, feature_level=1)
 
     # --- events: each returns False when it is not possible right now
 
@@ -697,7 +817,9 @@ class _Generator:
 
     def _leave(self, b: _Broker) -> list[bytes]:
         """The PartitionChangeRecords that take broker b out: leadership to a live ISR member
-        (or -1 when none is left, the ISR keeping b), b out of every ISR it is not the last of."""
+        (or -1 when none is left, the ISR keeping b), b out of every ISR it is not the last of.
+        With ELR enabled b leaves even the last ISR (PartitionChangeBuilder.build: "If ELR is
+        enabled, the ISR is allowed to be empty"), joining the ELR below min ISR."""
         values = []
         for p in self._hosted(b):
             if not p.topic.live or b.id not in p.isr:
@@ -708,9 +830,11 @@ class _Generator:
                 if live:
                     values.append(self._change(p, leader=live[0], isr=rest))
                     self.shrunk.append(p)
+                elif self.elr_enabled:
+                    values.append(self._change(p, leader=-1, isr=rest))
                 else:
                     values.append(self._change(p, leader=-1))
-            elif rest:
+            elif rest or self.elr_enabled:
                 values.append(self._change(p, isr=rest))
                 self.shrunk.append(p)
         return values
@@ -778,6 +902,13 @@ class _Generator:
         for p in self._hosted(b):
             if p.topic.live and p.leader == -1 and b.id in p.isr:
                 values.append(self._change(p, leader=b.id))
+            elif p.topic.live and p.leader == -1 and not p.isr and b.id in p.elr:
+                # an election from the ELR (PartitionChangeBuilder.tryElection): b becomes the ISR
+                # and leaves the ELR; the last known ELR was populated before the election
+                known = [r for r in p.last_known_elr if r not in p.elr]
+                elr = [r for r in p.elr if r != b.id]
+                values.append(self._change(p, leader=b.id, isr=[b.id], elr=elr, last_known_elr=known))
+                self.shrunk.append(p)
             elif p.topic.live and b.id in p.replicas and b.id not in p.isr:
                 self.shrunk.append(p)
         self._commit(
@@ -791,10 +922,105 @@ class _Generator:
         return True
 
     def _clear_elr(self) -> bool:
-        """ClearElrRecord (4.0-IV1 on): one live topic's name, or (1 in 8) empty for all topics."""
+        """min.insync.replicas changed for one live topic or (1 in 8) the cluster: its ConfigRecord,
+        then the ClearElrRecord ConfigurationControlManager adds for it (the topic's name, or
+        empty for the cluster), in one batch; the model's ELRs are cleared as TopicDelta does."""
         live = [t for t in self.topics if t.live]
-        name = "" if self.rng.random() < 0.125 or not live else self.rng.choice(live).name
-        self._commit([self._value(rec.CLEAR_ELR_RECORD, 0, topic_name=name)], [rec.CLEAR_ELR_RECORD])
+        value = str(self.rng.choice(MIN_ISR_VALUES))
+        if self.rng.random() < 0.125 or not live:
+            config = self._value(rec.CONFIG_RECORD, 0, resource_type=CONFIG_BROKER, resource_name="",
+                                 name="min.insync.replicas", value=value)
+            self.min_isr, name, cleared = int(value), "", live
+        else:
+            topic = self.rng.choice(live)
+            config = self._value(rec.CONFIG_RECORD, 0, resource_type=CONFIG_TOPIC, resource_name=topic.name,
+                                 name="min.insync.replicas", value=value)
+            topic.min_isr, name, cleared = int(value), topic.name, [topic]
+        self._clear_model_elr(cleared)
+        clear = self._value(rec.CLEAR_ELR_RECORD, 0, topic_name=name)
+        self._commit([config, clear], [rec.CONFIG_RECORD, rec.CLEAR_ELR_RECORD])
+        return True
+
+    def _clear_model_elr(self, topics: list[_Topic]) -> None:
+        """TopicDelta.maybeClearElr: a partition with an ELR or last known ELR loses both, and its
+        partition epoch moves by one."""
+        for t in topics:
+            for p in t.partitions:
+                if p.elr or p.last_known_elr:
+                    p.elr, p.last_known_elr = [], []
+                    p.partition_epoch += 1
+
+    def _elr_churn(self) -> bool:
+        """One delta (a metadata transaction) that removes a live topic, creates another, shrinks
+        some of the new topic's ISRs below min ISR (an ELR), then changes the cluster's
+        min.insync.replicas (ConfigRecord, ClearElrRecord("")): the 4.1+ ClearElrRecord rules
+        (a topic removed in the delta stays removed, the created topic is cleared) in one delta."""
+        live = [t for t in self.topics if t.live]
+        alive = [b.id for b in self._alive()]
+        if len(live) <= 1 or not self.elr_enabled or len(alive) < 2:
+            return False
+        gone = self.rng.choice(live)
+        gone.live = False
+        values = [self._value(rec.REMOVE_TOPIC_RECORD, 0, topic_id=gone.id)]
+        types = [rec.REMOVE_TOPIC_RECORD]
+        topic = self._topic_records(self.rng.randint(1, 4), values, types)
+        for p in topic.partitions:
+            if len(p.isr) >= 2 and self.rng.random() < 0.7:
+                out = self.rng.choice([r for r in p.isr if r != p.leader])
+                values.append(self._change(p, isr=[r for r in p.isr if r != out]))
+                types.append(rec.PARTITION_CHANGE_RECORD)
+                self.shrunk.append(p)
+        value = str(self.rng.choice(MIN_ISR_VALUES))
+        values.append(self._value(rec.CONFIG_RECORD, 0, resource_type=CONFIG_BROKER, resource_name="",
+                                  name="min.insync.replicas", value=value))
+        values.append(self._value(rec.CLEAR_ELR_RECORD, 0, topic_name=""))
+        types += [rec.CONFIG_RECORD, rec.CLEAR_ELR_RECORD]
+        self.min_isr = int(value)
+        self._clear_model_elr([t for t in self.topics if t.live])
+        begin = self._value(rec.BEGIN_TRANSACTION_RECORD, 0, name=f"elr-churn-{self.offset}")
+        end = self._value(rec.END_TRANSACTION_RECORD, 0)
+        self.time += self.rng.randint(1, 200)
+        self._batch([begin, *values, end], [rec.BEGIN_TRANSACTION_RECORD, *types, rec.END_TRANSACTION_RECORD])
+        return True
+
+    def _cordon(self) -> bool:
+        """KIP-1066 (4.3-IV0 on): a live broker cordons its log dir, or uncordons it, which its
+        heartbeat reports and the controller records as a BrokerRegistrationChangeRecord v3."""
+        alive = self._alive()
+        if self.level < MV_CORDONED or not alive:
+            return False
+        b = self.rng.choice(alive)
+        b.cordoned = not b.cordoned
+        value = self._value(
+            rec.BROKER_REGISTRATION_CHANGE_RECORD, 3, broker_id=b.id, broker_epoch=b.epoch,
+            cordoned_log_dirs=(b.log_dir,) if b.cordoned else (),
+        )  # fmt: skip
+        self._commit([value], [rec.BROKER_REGISTRATION_CHANGE_RECORD])
+        return True
+
+    def _controller_registration(self) -> bool:
+        """A controller (a voter) registers (KIP-919), with a new incarnation."""
+        cls: Any = record_class(rec.REGISTER_CONTROLLER_RECORD)
+        voter = self.rng.choice(VOTERS)
+        self.controllers[voter] = True
+        endpoint = cls.ControllerEndpoint(name="CONTROLLER", host=f"controller-{voter}", port=9093,
+                                          security_protocol=0)
+        feature = cls.ControllerFeature(name="metadata.version", min_supported_version=1,
+                                        max_supported_version=max(self.level, self.c.upgrade_to or 0))
+        value = self._value(rec.REGISTER_CONTROLLER_RECORD, 0, controller_id=voter, incarnation_id=self._uuid(),
+                            zk_migration_ready=False, end_points=(endpoint,), features=(feature,))
+        self._commit([value], [rec.REGISTER_CONTROLLER_RECORD])
+        return True
+
+    def _controller_unregistration(self) -> bool:
+        """A registered controller is unregistered (KIP-1312, 4.4-IV2 on)."""
+        registered = [v for v in VOTERS if self.controllers[v]]
+        if self.level < MV_NEWEST or not registered:
+            return False
+        voter = self.rng.choice(registered)
+        self.controllers[voter] = False
+        value = self._value(rec.UNREGISTER_CONTROLLER_RECORD, 0, controller_id=voter)
+        self._commit([value], [rec.UNREGISTER_CONTROLLER_RECORD])
         return True
 
     # --- snapshots and the side files

@@ -19,11 +19,31 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
 - Records with no effect on these requests (configs, quotas, ACLs, SCRAM, producer ids,
   delegation tokens, migration state, NoOp) are accepted and ignored; transaction markers are
   the delta grouping's business (deltas.py) and are ignored here; an unknown type is an error.
-- Kafka 4.x records (TopicsDelta / TopicDelta / ClusterDelta of 4.x): ClearElrRecord names a topic
-  (looked up in the image by name, else among the topics this delta created) or, empty, every
-  topic of the image; each of those topics becomes a changed topic even with nothing to clear, and
-  each partition (changed in this delta, or of the image unless the topic was created here) whose
-  ELR or last known ELR is not empty is merged with both emptied, which bumps its partition epoch.
+- ClearElrRecord as Kafka 4.1+ replays it (TsD4 = TopicsDelta.java:98-132, TD4 = TopicDelta.java:
+  115-136, both of apache/kafka's 4.x metadata module as carried by aiven/inkless@03a721c9, with
+  KAFKA-19383 / apache/kafka PR #19916, backported to 4.0.x, and KAFKA-19497 / PR #20242): a
+  name is looked up among the topics this delta created first (the latest id of a re-created
+  name), then in the image; neither: "Unable to clear elr ..." (TsD4:115-123). An empty name
+  covers every topic of the image, then every topic created in the delta (TsD4:128-130). A topic
+  this delta deleted is skipped (TsD4:98-104), so it stays deleted; a topic created and removed
+  in the delta is no longer among the created ones (KAFKA-19497 drops it on RemoveTopicRecord).
+  Each topic it targets becomes a changed topic even with nothing to clear; each of its
+  partitions (changed in this delta, or of the image unless the topic was created here) whose
+  ELR or last known ELR is not empty is merged with both emptied, which bumps its partition
+  epoch by one (TD4: maybeClearElr). Kafka 4.0.0 looked the name up in the image first and
+  cleared only image topics, so a topic removed earlier in the delta came back: not replayed.
+- Kafka 4.3 (KIP-1066) CordonedLogDirs: RegisterBrokerRecord v4 sets the registration's
+  cordoned log dirs (None when null or before v4), BrokerRegistrationChangeRecord v3 replaces
+  them when not null (null: no change, empty: all uncordoned; KAFKA-20441's
+  ClusterControlManager.replay). They are part of the registration's equality as every
+  registration field is (BrokerRegistration.java:352-365 at 3.9). 4.3's BrokerRegistration.java
+  could not be read; but ClusterDelta keeps a BrokerRegistrationChangeRecord only when the
+  registration it makes differs (ClusterDelta.java:143-150 at 3.9), so a cordon change could
+  not reach the image, which KIP-1066 writes it for ("persisted in the metadata log"), unless
+  equality compares the cordoned dirs. So a change that only cordons or uncordons makes a
+  changed broker and, through MigrationPropagator.scala:122-134, UpdateMetadata with everything
+  to every target broker and LeaderAndIsr for its partitions. Kept in record order (whether
+  4.3 sorts them is not known).
   UnregisterControllerRecord creates the cluster delta (controllers are not kept).
 - metadata.version levels are Kafka 4.x's (context.metadata_level, 1-33); the image keeps the
   3.9 MetadataVersion whose request versions stand for the level: 3.9-IV0 above level 21.
@@ -38,8 +58,9 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
 - A *partial* image (all brokers, features, only some topics) is allowed wherever the topics a
   delta touches are present: see ``_touched_topics`` / ``_needs_full_image`` in propagator.py.
 Not kept (no field of LeaderAndIsr v7, UpdateMetadata v8 or StopReplica v4 uses them):
-partition directories, configs, controllers, broker incarnation ids. The ELR and last known ELR
-are kept only because ClearElrRecord changes exactly the partitions that have one.
+partition directories, configs, controllers. The ELR and last known ELR are kept because
+ClearElrRecord changes exactly the partitions that have one, cordoned log dirs and incarnation
+ids because a change of them is a broker change.
 """
 
 from __future__ import annotations
@@ -169,6 +190,9 @@ class BrokerRegistration:
     is_migrating_zk_broker: bool
     directories: tuple[uuid.UUID, ...]  # sorted, as Kafka's constructor sorts them
     incarnation_id: uuid.UUID | None = None
+    # Kafka 4.3 (KIP-1066): None until a RegisterBrokerRecord v4 or BrokerRegistrationChangeRecord v3
+    # says otherwise; compared like every other field (a cordon-only change is a change: module rules).
+    cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
 
     def __repr__(self) -> str:
         flags = "".join(
@@ -194,6 +218,7 @@ class BrokerRegistration:
             is_migrating_zk_broker=bool(data.is_migrating_zk_broker),
             directories=tuple(sorted(data.log_dirs or ())),
             incarnation_id=data.incarnation_id,
+            cordoned_log_dirs=data.cordoned_log_dirs,
         )
 
 
@@ -384,12 +409,13 @@ class _Delta:
         if shutdown not in _SHUTDOWN_CHANGE:
             raise MetadataReplayError(record, f"unknown value for inControlledShutdown field: {shutdown}")
         fenced, in_shutdown = _FENCING_CHANGE[d.fenced], _SHUTDOWN_CHANGE[shutdown]
-        dirs = d.log_dirs
+        dirs, cordoned = d.log_dirs, d.cordoned_log_dirs
         new = attrs.evolve(
             current,
             fenced=current.fenced if fenced is None else fenced,
             in_controlled_shutdown=current.in_controlled_shutdown if in_shutdown is None else in_shutdown,
             directories=tuple(sorted(dirs)) if dirs else current.directories,
+            cordoned_log_dirs=current.cordoned_log_dirs if cordoned is None else cordoned,  # null: no change
         )
         if new != current:  # CD:148-150: only an actual change is recorded
             self.brokers[d.broker_id] = new
@@ -460,22 +486,29 @@ class _Delta:
     def unregister_controller(self, record: MetadataRecord, d: UnregisterControllerRecord) -> None:
         """ClusterDelta.replay(UnregisterControllerRecord): controllers are not kept here."""
 
-    # -- Kafka 4.x: ClearElrRecord (TopicsDelta.replay / TopicDelta.replay of 4.x)
+    # -- Kafka 4.1+: ClearElrRecord (TopicsDelta.replay(ClearElrRecord) after KAFKA-19383 / KAFKA-19497)
 
     def clear_elr(self, record: MetadataRecord, d: ClearElrRecord) -> None:
         name = d.topic_name
-        if not name:
-            for image_tid in self.image.topics:  # every topic of the image, none created by this delta
-                self._clear_topic_elr(record, image_tid)
+        if not name:  # every topic of the image, then every topic this delta created
+            for each in [*self.image.topics, *self.created]:
+                self._maybe_clear_elr(record, each)
             return
+        created = self._created_id(name)  # the latest id of the name first: it may be a re-creation
         topic = self.image.topic_by_name(name)
-        tid: uuid.UUID | None = topic.id if topic is not None else self._created_id(name)
+        tid: uuid.UUID | None = created if created is not None else None if topic is None else topic.id
         if tid is None:
             raise MetadataReplayError(record, f"Unable to clear elr for topic with name {name}: no such topic found.")
-        self._clear_topic_elr(record, tid)
+        self._maybe_clear_elr(record, tid)
+
+    def _maybe_clear_elr(self, record: MetadataRecord, topic_id: uuid.UUID) -> None:
+        """TopicsDelta.maybeReplayClearElrRecord: a topic this delta deleted is skipped, not brought back."""
+        if topic_id not in self.deleted:
+            self._clear_topic_elr(record, topic_id)
 
     def _created_id(self, name: str) -> uuid.UUID | None:
-        """TopicsDelta.createdTopics.get(name): the id of a topic this delta created with that name."""
+        """TopicsDelta.createdTopics.get(name): the id of a topic this delta created with that name
+        and did not remove again (RemoveTopicRecord drops it: KAFKA-19497)."""
         found = [tid for tid in self.created if self.topics[tid][0] == name]
         return found[-1] if found else None
 

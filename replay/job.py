@@ -96,6 +96,7 @@ class ReplayOutcome:
     out: Path | None
     phases: dict[str, float] = attrs.field(factory=dict)  # Spark: wall seconds per phase
     controller: dict[str, Any] = attrs.field(factory=dict)  # the controller id used and where it came from
+    plan: str | None = None  # Spark: "parallel", or "serial: why" (spark_ranges' rules; e.g. a ClearElrRecord)
 
     def __repr__(self) -> str:
         return f"ReplayOutcome({self.job.engine}, {self.rows:,} rows, {self.seconds:.1f} s)"
@@ -108,6 +109,7 @@ class ReplayOutcome:
             "phases": {k: round(v, 3) for k, v in self.phases.items()},
             "read": self.stats.to_dict(),
             "controller_id": self.controller,
+            **({} if self.plan is None else {"plan": self.plan}),
             "summary": _summary_dict(self.summary),
         }
 
@@ -130,13 +132,14 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
     out = OutputDir(out_dir) if out_dir is not None else None  # no call between this and the try: a signal lands inside
     try:
         phases: dict[str, float] = {}
+        plan: str | None = None
         if job.engine == "local":
             summary, stats, rows = _run_local(run_job, history, out)
         else:
-            summary, stats, rows = _run_spark(run_job, out, phases)
+            summary, stats, rows, plan = _run_spark(run_job, out, phases)
         if stats.batches == 0 and not stats.corrupt:
             raise CommandError(f"{job.path}: the input is empty: it holds no record batch to replay")
-        outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller)
+        outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller, plan)
         if out is not None:
             write_json(out.summary_path, outcome.to_dict())
             release_free_memory()  # the report's memory does not stack on the replay's freed heap
@@ -198,7 +201,7 @@ def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any
     return result.summary, history.stats, count
 
 
-def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int]:
+def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int, str]:
     from .spark_engine import HistorySource, replay_spark
     from .spark_master import MasterError
     from .spark_progress import StageProgress
@@ -241,7 +244,7 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
             _stop_executors(spark)
         raise
     phases.update(result.seconds)
-    return result.summary, result.stats, result.rows
+    return result.summary, result.stats, result.rows, result.planned
 
 
 def _interrupt_behind(e: BaseException) -> BaseException | None:
@@ -347,6 +350,8 @@ def _more_lines(outcome: ReplayOutcome, data: Mapping[str, Any]) -> list[str]:
         why = f"; {c['why']}" if "why" in c else ""
         ignored = f"; {c['ignored']}" if "ignored" in c else ""
         lines.append(f"controller id: {c['id']} from {c['source']}, until {c['until']}{why}{ignored}")
+    if outcome.plan is not None:
+        lines.append(f"spark plan: {outcome.plan}")
     kraft = data.get("kraft_vs_zookeeper")
     if kraft and kraft["by_broker"]:
         unsized = f", {kraft['unsized_batches']:,} batches of unknown size" if kraft["unsized_batches"] else ""

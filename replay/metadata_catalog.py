@@ -5,7 +5,8 @@ Generated from Kafka's JSON specs by `python -m ctrlbatch.replay.metadata_specge
 files are the truth and tests/replay/test_metadata_catalog.py compares this module with them
 field by field. RECORDS holds the metadata records in apiKey order; CONTROL_RECORDS maps a
 control record type id to (name, schema). RegisterBrokerRecord 0-4 and
-BrokerRegistrationChangeRecord 0-3 go past their JSON (metadata_specgen.VERSIONS_PAST_THE_JSON).
+BrokerRegistrationChangeRecord 0-3 go past their JSON with a tagged CordonedLogDirs
+(metadata_specgen.PAST_THE_JSON).
 """
 
 # ruff: noqa: E501, I001
@@ -71,6 +72,16 @@ REGISTER_BROKER_RECORD = message(
         tagged="3+",
         tag=0,
         about="Log directories configured in this broker which are available.",
+    ),
+    field(
+        "CordonedLogDirs",
+        "[]uuid",
+        "4+",
+        nullable="4+",
+        tagged="4+",
+        tag=1,
+        default="null",
+        about="Log directories that are cordoned (KIP-1066; null when not known).",
     ),
 )
 
@@ -443,6 +454,16 @@ BROKER_REGISTRATION_CHANGE_RECORD = message(
         tagged="2+",
         tag=2,
         about="Log directories configured in this broker which are available.",
+    ),
+    field(
+        "CordonedLogDirs",
+        "[]uuid",
+        "3+",
+        nullable="3+",
+        tagged="3+",
+        tag=3,
+        default="null",
+        about="null if the cordoned log directories did not change; the cordoned log directories otherwise.",
     ),
 )
 

@@ -68,6 +68,8 @@ class RegisterBrokerRecord(Message):
     """True if the broker is in controlled shutdown. (bool, versions 1+)"""
     log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=to_tuple)
     """Log directories configured in this broker which are available. ([]uuid, versions 3+)"""
+    cordoned_log_dirs: tuple[uuid.UUID, ...] | None = attrs.field(default=None, converter=to_tuple)
+    """Log directories that are cordoned (KIP-1066; null when not known). ([]uuid, versions 4+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 
@@ -361,6 +363,8 @@ class BrokerRegistrationChangeRecord(Message):
     """0 if no change, 1 if the broker is in controlled shutdown. (int8, versions 1+)"""
     log_dirs: tuple[uuid.UUID, ...] = attrs.field(default=(), converter=to_tuple)
     """Log directories configured in this broker which are available. ([]uuid, versions 2+)"""
+    cordoned_log_dirs: tuple[uuid.UUID, ...] | None = attrs.field(default=None, converter=to_tuple)
+    """null if the cordoned log directories did not change; the cordoned log directories otherwise. ([]uuid, versions 3+)"""
     unknown_tagged_fields: tuple[tuple[int, bytes], ...] = ()
     """Tagged fields this version does not know, kept as (tag, raw bytes) and re-emitted."""
 

@@ -7,8 +7,8 @@ Rules of this module (image.py is the semantics; this module only re-orders its 
   the range with all its partitions, a partition's PartitionRecord and the changes merged on it
   with ``PartitionRegistration.merge``); what depends on the base is kept as a composed change
   (``PartitionChange``: field-wise last-wins plus how many times the leader and partition
-  epochs moved; ``BrokerPatch``: the fencing, shutdown and directory changes, with the broker
-  epoch they require). Its size is bounded by the keys the image holds, not by the records.
+  epochs moved; ``BrokerPatch``: the fencing, shutdown, directory and cordoned-directory
+  changes, with the broker epoch they require). Its size is bounded by the keys the image holds, not by the records.
 - ``NetEffect.apply(image)`` is the image after the range's deltas, exactly as folding them one by
   one with ``apply_delta`` gives it, dict order included (copy on write: the base is not mutated):
   a key the range removed loses its place, a key the range added (or re-added after removing it)
@@ -21,7 +21,9 @@ Rules of this module (image.py is the semantics; this module only re-orders its 
 - Whatever a fold would refuse, and whatever this module does not compose, raises
   ``NotComposable`` (while building, or while applying, when it depends on the base). The caller
   (spark_plan) then plans the run serially, as before, which raises Kafka's error exactly.
-  Not composed: ClearElrRecord (it reads every topic of the base), a TopicRecord for a live
+  Not composed: ClearElrRecord (its topics and partitions depend on the base: every topic, or a
+  name looked up in it; the run is planned serially and the summary's ``planned`` says
+  "serial: ClearElrRecord ..."), a TopicRecord for a live
   topic id or a live name, a topic touched again in the delta that removes it, a topic removed or
   re-created after being touched in the same delta.
 - ``topic_ids_by_name`` is derived from the topics: with the cases above excluded, every delta
@@ -141,6 +143,7 @@ class BrokerPatch:
     fenced: bool | None = None
     in_controlled_shutdown: bool | None = None
     directories: tuple[uuid.UUID, ...] | None = None
+    cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None  # None: unchanged (BrokerRegistrationChangeRecord v3)
 
     def apply(self, base: BrokerRegistration) -> BrokerRegistration:
         if base.epoch != self.epoch:
@@ -152,6 +155,7 @@ class BrokerPatch:
                 base.in_controlled_shutdown if self.in_controlled_shutdown is None else self.in_controlled_shutdown
             ),
             directories=base.directories if self.directories is None else self.directories,
+            cordoned_log_dirs=base.cordoned_log_dirs if self.cordoned_log_dirs is None else self.cordoned_log_dirs,
         )
 
 
@@ -345,12 +349,14 @@ class _DeltaNet:
             raise NotComposable("unknown fencing or shutdown change")
         fenced, shutdown = _FENCING_CHANGE[d.fenced], _SHUTDOWN_CHANGE[d.in_controlled_shutdown]
         dirs = tuple(sorted(d.log_dirs)) if d.log_dirs else None
+        cordoned = d.cordoned_log_dirs  # None: no change (image._Delta.change_broker)
         if isinstance(current, BrokerPatch):
             self.brokers[d.broker_id] = BrokerPatch(
                 current.epoch,
                 current.fenced if fenced is None else fenced,
                 current.in_controlled_shutdown if shutdown is None else shutdown,
                 current.directories if dirs is None else dirs,
+                current.cordoned_log_dirs if cordoned is None else cordoned,
             )
             return
         self.brokers[d.broker_id] = attrs.evolve(
@@ -358,6 +364,7 @@ class _DeltaNet:
             fenced=current.fenced if fenced is None else fenced,
             in_controlled_shutdown=current.in_controlled_shutdown if shutdown is None else shutdown,
             directories=current.directories if dirs is None else dirs,
+            cordoned_log_dirs=current.cordoned_log_dirs if cordoned is None else cordoned,
         )
 
     # -- topics
@@ -436,7 +443,7 @@ class _DeltaNet:
                 except (AttributeError, TypeError, ValueError) as e:
                     raise NotComposable(f"malformed record data: {e}") from e
             elif t not in _IGNORED_TYPES and t not in _TRANSACTION_TYPES and t not in _NO_EFFECT:
-                raise NotComposable(f"record type {t} is not composed")
+                raise NotComposable(f"record type {t} ({rec.RECORD_TYPE_NAMES.get(t, '?')}) is not composed")
 
 
 def _nothing(delta: _DeltaNet, d: Any) -> None:

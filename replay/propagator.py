@@ -50,7 +50,8 @@ target and channel broker sets are kept for the last brokers mapping (``_targets
 mapping never changes and apply_delta keeps it while no broker record touches it).
 Public: ReplayOptions, Send, propagate_delta, propagate_image (and TARGETS). The partial-image
 helpers at the end (_touched_topics, _needs_full_image, _partial_image) state a contract the
-tests check; no engine uses them yet.
+tests check; no engine uses them yet. A ClearElrRecord reads its name's topic (image.py's 4.1+
+rules), or with an empty name every topic of the image (``_TouchedTopics.every``).
 """
 
 from __future__ import annotations
@@ -85,7 +86,13 @@ from .image import (
     apply_delta,
 )
 from .incremental import incremental_sends
-from .metadata_classes import PartitionChangeRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
+from .metadata_classes import (
+    ClearElrRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
 from .records import MetadataRecord
 
 __all__ = [
@@ -514,6 +521,7 @@ class _TouchedTopics:
 
     ids: frozenset[uuid.UUID]
     names: frozenset[str]
+    every: bool = False  # a ClearElrRecord with an empty name reads every topic of the image
 
 
 def _touched_topics(records: Iterable[MetadataRecord], image: MetadataImage | None = None) -> _TouchedTopics:
@@ -521,6 +529,7 @@ def _touched_topics(records: Iterable[MetadataRecord], image: MetadataImage | No
     the touched ids and the ids now holding those names (a deleted or re-created name)."""
     ids: set[uuid.UUID] = set()
     names: set[str] = set()
+    every = False
     for r in records:
         d = r.data
         if isinstance(d, TopicRecord):
@@ -528,6 +537,13 @@ def _touched_topics(records: Iterable[MetadataRecord], image: MetadataImage | No
             names.add(d.name)
         elif isinstance(d, (PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)):
             ids.add(d.topic_id)
+        elif isinstance(d, ClearElrRecord):  # a name is looked up in the image; empty: all its topics
+            if d.topic_name:
+                names.add(d.topic_name)
+            else:
+                every = True
+    if image is not None and every:
+        ids.update(image.topics)
     if image is not None:
         for tid in list(ids):
             topic = image.topics.get(tid)
@@ -537,7 +553,7 @@ def _touched_topics(records: Iterable[MetadataRecord], image: MetadataImage | No
             holder = image.topic_ids_by_name.get(name)
             if holder is not None:
                 ids.add(holder)
-    return _TouchedTopics(frozenset(ids), frozenset(names))
+    return _TouchedTopics(frozenset(ids), frozenset(names), every)
 
 
 def _needs_full_image(image: MetadataImage, records: Iterable[MetadataRecord], options: ReplayOptions) -> bool:

@@ -19,7 +19,10 @@ from hypothesis import strategies as st
 from ctrlbatch.replay import records as rec
 from ctrlbatch.replay.generate_cli import configure, run
 from ctrlbatch.replay.generator import (
+    ELR_FEATURE,
     MAX_RECORDS_PER_BATCH,
+    MIN_ISR,
+    VOTERS,
     generate_log,
     partition_change_value,
     partition_value,
@@ -40,6 +43,8 @@ class _Part:
     partition_epoch: int
     adding: list[int]
     removing: list[int]
+    elr: list[int] = attrs.field(factory=list)
+    last_known_elr: list[int] = attrs.field(factory=list)
 
 
 class _Fold:
@@ -52,6 +57,12 @@ class _Fold:
         self.epoch = 0
         self.offset = -1
         self.in_txn = False
+        self.elr_enabled = False
+        self.min_isr = MIN_ISR
+        self.topic_min_isr: dict[str, int] = {}
+        self.controllers: set[int] = set()
+        self.batch_types: list[int] = []  # the types of the current batch so far
+        self.cordoned: dict[int, tuple[uuid.UUID, ...] | None] = {}
 
     def batch(self, b: LogBatch) -> None:
         assert b.base_offset == self.offset + 1, "offsets are dense"
@@ -65,8 +76,10 @@ class _Fold:
         else:
             assert b.epoch == self.epoch, "data batches carry the epoch of the last LeaderChange"
         self.epoch = b.epoch
+        self.batch_types = []
         for r in b.records:
             self.record(r)
+            self.batch_types.append(r.type)
         self.offset = b.last_offset
 
     def record(self, r: Any) -> None:
@@ -77,6 +90,9 @@ class _Fold:
         elif t == rec.END_TRANSACTION_RECORD:
             assert self.in_txn
             self.in_txn = False
+        elif t == rec.FEATURE_LEVEL_RECORD and d.name == ELR_FEATURE:  # KIP-966, once the level allows it
+            assert self.level >= 23 and d.feature_level == 1 and not self.elr_enabled
+            self.elr_enabled = True
         elif t == rec.FEATURE_LEVEL_RECORD:
             assert d.name == "metadata.version" and d.feature_level > self.level
             self.level = d.feature_level
@@ -87,7 +103,19 @@ class _Fold:
             assert old is None or (
                 old.broker_epoch < d.broker_epoch and old.incarnation_id != d.incarnation_id
             )
+            assert d.cordoned_log_dirs is None  # KAFKA-20441: cordoned dirs come with heartbeats
+            if old is not None and self.elr_enabled:  # the unclean-shutdown changes went first
+                stale = [(n, p) for n, parts in self.topics.values() for p in parts.values()
+                         if d.broker_id in p.isr or d.broker_id in p.elr]
+                assert not stale, (d.broker_id, stale)
             self.brokers[d.broker_id] = d
+            self.cordoned[d.broker_id] = None
+        elif t == rec.BROKER_REGISTRATION_CHANGE_RECORD and r.version == 3:  # KIP-1066: (un)cordon
+            b = self.brokers[d.broker_id]
+            assert self.level >= 30 and d.broker_epoch == b.broker_epoch and not b.fenced
+            assert (d.fenced, d.in_controlled_shutdown, d.log_dirs) == (0, 0, ())
+            assert d.cordoned_log_dirs in ((), tuple(b.log_dirs)) and d.cordoned_log_dirs != self.cordoned[d.broker_id]
+            self.cordoned[d.broker_id] = d.cordoned_log_dirs
         elif t == rec.BROKER_REGISTRATION_CHANGE_RECORD:
             b = self.brokers[d.broker_id]
             assert d.broker_epoch == b.broker_epoch
@@ -111,6 +139,7 @@ class _Fold:
             assert d.partition_id == len(parts), "partitions are created in order"
             if r.version >= 1:
                 assert len(d.directories) == len(d.replicas)
+            assert d.eligible_leader_replicas is None and d.last_known_elr is None  # a new partition has none
             parts[d.partition_id] = _Part(
                 list(d.replicas),
                 list(d.isr),
@@ -123,8 +152,14 @@ class _Fold:
             self.check(parts[d.partition_id], live_leader=True)
         elif t == rec.PARTITION_CHANGE_RECORD:
             assert r.version == (2 if self.level >= 23 else 1 if self.level >= 17 else 0)
-            assert d.eligible_leader_replicas is None and d.last_known_elr is None  # the model keeps no ELR
+            if not self.elr_enabled:
+                assert d.eligible_leader_replicas is None and d.last_known_elr is None
             p = self.topics[d.topic_id][1][d.partition_id]
+            for name, attr in (("eligible_leader_replicas", "elr"), ("last_known_elr", "last_known_elr")):
+                value = getattr(d, name)
+                if value is not None:
+                    assert list(value) != getattr(p, attr), "written only when it changes"
+                    setattr(p, attr, list(value))
             for name, attr in (
                 ("isr", "isr"),
                 ("replicas", "replicas"),
@@ -139,15 +174,40 @@ class _Fold:
                 p.leader_epoch += 1
             p.partition_epoch += 1
             self.check(p, live_leader=d.leader != -2)
-        elif t == rec.CLEAR_ELR_RECORD:  # Kafka 4.0-IV1 on: one live topic, or empty for all
-            assert self.level >= 23 and r.version == 0
-            assert d.topic_name == "" or d.topic_name in [n for n, _ in self.topics.values()]
+        elif t == rec.CONFIG_RECORD:  # min.insync.replicas of a live topic, or of the cluster
+            assert d.name == "min.insync.replicas" and self.elr_enabled and int(d.value) >= 1
+            if d.resource_type == 2:
+                assert d.resource_name in [n for n, _ in self.topics.values()]
+                self.topic_min_isr[d.resource_name] = int(d.value)
+            else:
+                assert (d.resource_type, d.resource_name) == (4, "")
+                self.min_isr = int(d.value)
+        elif t == rec.CLEAR_ELR_RECORD:  # right after the min.insync.replicas change it follows from
+            assert self.level >= 23 and r.version == 0 and self.batch_types[-1:] == [rec.CONFIG_RECORD]
+            named = [tid for tid, (n, _) in self.topics.items() if n == d.topic_name]
+            assert d.topic_name == "" or len(named) == 1
+            for tid in named if d.topic_name else list(self.topics):
+                for p in self.topics[tid][1].values():
+                    if p.elr or p.last_known_elr:  # TopicDelta.maybeClearElr
+                        p.elr, p.last_known_elr = [], []
+                        p.partition_epoch += 1
+        elif t == rec.REGISTER_CONTROLLER_RECORD:
+            assert self.level >= 23 and d.controller_id in VOTERS
+            self.controllers.add(d.controller_id)
+        elif t == rec.UNREGISTER_CONTROLLER_RECORD:
+            assert self.level >= 33 and d.controller_id in self.controllers
+            self.controllers.discard(d.controller_id)
         elif t != rec.ZK_MIGRATION_STATE_RECORD:
             raise AssertionError(f"unexpected record {r}")
 
     def check(self, p: _Part, *, live_leader: bool) -> None:
         assert len(set(p.replicas)) == len(p.replicas) and all(b in self.brokers for b in p.replicas)
-        assert set(p.isr) <= set(p.replicas) and len(set(p.isr)) == len(p.isr) and p.isr
+        assert set(p.isr) <= set(p.replicas) and len(set(p.isr)) == len(p.isr)
+        assert p.isr or (self.elr_enabled and p.leader == -1), "an empty ISR only with ELR, leaderless"
+        # KIP-966: the ELR and last known ELR are sorted, apart from each other and from the ISR
+        assert p.elr == sorted(set(p.elr)) and p.last_known_elr == sorted(set(p.last_known_elr))
+        assert not set(p.elr) & set(p.isr) and not set(p.last_known_elr) & set(p.elr)
+        assert not set(p.last_known_elr) & set(p.isr)
         assert set(p.adding) <= set(p.replicas) and set(p.removing) <= set(p.replicas)
         assert not set(p.adding) & set(p.removing)
         if p.leader != -1:
@@ -551,3 +611,51 @@ def test_fenced_brokers_come_back_with_and_without_a_new_registration(tmp_path: 
                     new_epoch_unfences += 1
                 last_unfenced_epoch[bid] = epochs[bid]
     assert same_epoch_unfences > 0 and new_epoch_unfences > 0
+
+
+def test_a_4x_log_keeps_elrs_as_a_controller_does_and_the_replay_agrees(tmp_path: Path) -> None:
+    """From 4.0-IV0 upgraded to 4.4-IV2: ELRs written as PartitionChangeBuilder writes them (the
+    fold checks their invariants), last known ELRs from unclean shutdowns, ClearElrRecords after
+    min.insync.replicas changes and inside one-delta transactions that remove and create topics,
+    cordon changes from 4.3-IV0, controller (un)registrations; the replay's image holds the same
+    ELRs as the model's records say, partition by partition, and so does each snapshot."""
+    from ctrlbatch.replay.deltas import group_deltas
+    from ctrlbatch.replay.image import EMPTY_IMAGE, apply_delta
+
+    result = generate_log(tmp_path, brokers=5, topics=6, partitions=120, records=12_000, seed=44, metadata_version=22,
+                          upgrade_to=33, snapshots=2)
+    batches = list(open_history(tmp_path).batches())
+    fold = _fold(batches)
+    assert fold.elr_enabled and fold.level == 33
+    changes = [r for b in batches for r in b.records if r.type == rec.PARTITION_CHANGE_RECORD]
+    assert any(r.data.eligible_leader_replicas for r in changes) and any(r.data.last_known_elr for r in changes)
+    assert any(r.data.eligible_leader_replicas == () for r in changes)  # an ELR emptied again
+    churn = [b for b in batches if {rec.BEGIN_TRANSACTION_RECORD, rec.REMOVE_TOPIC_RECORD, rec.TOPIC_RECORD,
+                                    rec.CLEAR_ELR_RECORD} <= {r.type for r in b.records}]
+    assert churn, "a ClearElrRecord in one delta with a removed and a created topic"
+    cordons = [r for b in batches for r in b.records if r.type == rec.BROKER_REGISTRATION_CHANGE_RECORD
+               and r.version == 3]
+    assert {r.data.cordoned_log_dirs != () for r in cordons} == {True, False}
+    for name in ("REGISTER_CONTROLLER_RECORD", "UNREGISTER_CONTROLLER_RECORD", "CONFIG_RECORD", "CLEAR_ELR_RECORD"):
+        assert result.by_type[name] > 0, name
+    image = EMPTY_IMAGE
+    for delta in group_deltas(batches):
+        image, _changes = apply_delta(image, delta.records, offset=delta.last_offset, epoch=delta.epoch)
+
+    def state(p: Any) -> tuple[Any, ...]:
+        return (p.leader, p.leader_epoch, p.partition_epoch, tuple(p.isr), tuple(p.replicas), tuple(p.elr),
+                tuple(p.last_known_elr))
+
+    assert set(image.topics) == set(fold.topics)
+    for tid, (_name, parts) in fold.topics.items():
+        assert {i: state(p) for i, p in parts.items()} == {i: state(p) for i, p in image.topics[tid].partitions.items()}
+    assert any(p.elr for t in image.topics.values() for p in t.partitions.values())
+    assert {b: r.cordoned_log_dirs for b, r in image.brokers.items()} == fold.cordoned
+    for path in result.snapshots:  # a snapshot's PartitionRecords carry the ELRs of that moment
+        h = open_history(tmp_path, from_snapshot=path)
+        assert h.snapshot is not None
+        snap, _ = apply_delta(EMPTY_IMAGE, [r for b in h.snapshot_batches() for r in b.records])
+        upto = EMPTY_IMAGE
+        for delta in group_deltas([b for b in batches if b.last_offset < h.snapshot.end_offset]):
+            upto, _ = apply_delta(upto, delta.records)
+        assert snap.topics == upto.topics and snap.brokers == upto.brokers

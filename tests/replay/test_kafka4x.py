@@ -1,6 +1,6 @@
-"""Kafka 4.x histories: the 4.x records read and replayed (ClearElrRecord as 4.x's TopicsDelta and
+"""Kafka 4.x histories: the 4.x records read and replayed (ClearElrRecord as 4.1+'s TopicsDelta and
 TopicDelta do, UnregisterControllerRecord, RegisterBrokerRecord v4, BrokerRegistrationChangeRecord
-v3), levels 22-33 replayed with 3.9-IV0's request versions and a note saying so, unknown types and
+v3 with CordonedLogDirs), levels 22-33 replayed with 3.9-IV0's request versions and a note saying so, unknown types and
 versions named by file and offset, and generated 4.x logs replayed alike by both engines."""
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from ctrlbatch.replay.records import (
 from ctrlbatch.replay.segments import read_segment
 from ctrlbatch.replay.sources import open_history
 from ctrlbatch.replay.writer import encode_batch_raw, encode_records
+from ctrlbatch.requests.errors import UnsupportedVersionError
 from ctrlbatch.requests.wire import uvarint
 
 A, B, C = (uuid.UUID(int=i) for i in (11, 12, 13))
@@ -126,9 +127,11 @@ def test_clear_elr_sees_the_changes_of_its_own_delta_and_topics_it_created() -> 
     assert after.topics[A].partitions[1].elr == () and after.topics[A].partitions[1].partition_epoch == 7
     assert after.topics[d].partitions[0].elr == () and after.topics[d].partitions[0].partition_epoch == 6
     assert changes.changed_topics[d].created
-    # An empty name clears the image's topics only: a topic created in the same delta keeps its ELR.
-    after2, _ = apply_delta(image, [rec(8, TOPIC_RECORD, name="d", topic_id=d), partition(9, d, 0, elr=[2]), clear(10, "")])
-    assert after2.topics[d].partitions[0].elr == (2,)
+    # An empty name clears the topics created in the same delta too (4.1+, KAFKA-19383).
+    after2, changes2 = apply_delta(
+        image, [rec(8, TOPIC_RECORD, name="d", topic_id=d), partition(9, d, 0, elr=[2]), clear(10, "")])
+    assert after2.topics[d].partitions[0].elr == () and after2.topics[d].partitions[0].partition_epoch == 6
+    assert set(changes2.changed_topics) == {A, B, C, d} and changes2.changed_topics[d].created
 
 
 def test_clear_elr_of_an_unknown_topic_is_refused_naming_it() -> None:
@@ -136,13 +139,14 @@ def test_clear_elr_of_an_unknown_topic_is_refused_naming_it() -> None:
         apply_delta(three_topics(), [clear(7, "nope")])
 
 
-def test_clear_elr_after_a_delete_in_the_same_delta_keeps_the_topic_as_4x_does() -> None:
-    """TopicsDelta looks the name up in the image, so a topic removed earlier in the delta comes back
-    (getOrCreateTopicDelta re-adds it): Kafka's behaviour, replayed as such."""
+@pytest.mark.parametrize("name", ["c", ""])
+def test_clear_elr_after_a_delete_in_the_same_delta_leaves_the_topic_deleted(name: str) -> None:
+    """TopicsDelta.maybeReplayClearElrRecord (4.1+, KAFKA-19383): a topic deleted earlier in the delta
+    is skipped; Kafka 4.0.0 brought it back through getOrCreateTopicDelta."""
     image = three_topics()
-    after, changes = apply_delta(image, [rec(7, REMOVE_TOPIC_RECORD, topic_id=C), clear(8, "c")])
-    assert C in after.topics and after.topic_ids_by_name["c"] == C
-    assert C in changes.deleted_topics and C in changes.changed_topics
+    after, changes = apply_delta(image, [rec(7, REMOVE_TOPIC_RECORD, topic_id=C), clear(8, name)])
+    assert C not in after.topics and "c" not in after.topic_ids_by_name
+    assert C in changes.deleted_topics and C not in changes.changed_topics
 
 
 @given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=6), st.booleans())
@@ -195,24 +199,29 @@ def test_a_level_kafka_4_4_does_not_know_is_refused() -> None:
     (REGISTER_BROKER_RECORD, 4, 1, {"broker_id": 4, "broker_epoch": 7, "log_dirs": (A,)}),
     (BROKER_REGISTRATION_CHANGE_RECORD, 3, 3, {"broker_id": 4, "broker_epoch": 7, "fenced": -1}),
 ])
-def test_4_3_registrations_read_with_their_tagged_cordoned_log_dirs_skipped(
+def test_4_3_registrations_carry_their_tagged_nullable_cordoned_log_dirs(
     type_id: int, version: int, tag: int, fields: dict[str, Any]
 ) -> None:
-    """v4 / v3 add only a tagged CordonedLogDirs ([]uuid; tag 1 and 3 in the KIP-1066 change): a
-    record carrying one reads, the field kept as an unknown tagged field the replay never looks at."""
+    """v4 / v3 add only a tagged, nullable CordonedLogDirs ([]uuid, default null; tag 1 and 3 in the
+    KIP-1066 change): null is not written (v3/v2's body), a list (even empty) is, under its tag."""
     cls = record_class(type_id)
     assert cls is not None
     plain = encode_value(type_id, version, cls(**fields))
     assert plain[2] == version
-    assert plain[3:] == encode_value(type_id, version - 1, cls(**fields))[3:]  # no cordoned dir: v3/v2's body
-    cordoned_dirs = uvarint(2) + B.bytes  # a compact []uuid of one
-    value = encode_value(type_id, version, cls(**fields, unknown_tagged_fields=((tag, cordoned_dirs),)))
-    assert len(value) > len(plain)
-    got_type, got_version, data = decode_value(value, 0, len(value))
-    assert (got_type, got_version) == (type_id, version)
-    for name, expected in fields.items():
-        assert getattr(data, name) == expected
-    assert data.unknown_tagged_fields == ((tag, cordoned_dirs),)
+    assert plain[3:] == encode_value(type_id, version - 1, cls(**fields))[3:]  # null: v3/v2's body
+    for dirs in [(B,), ()]:
+        value = encode_value(type_id, version, cls(**fields, cordoned_log_dirs=dirs))
+        compact = uvarint(len(dirs) + 1) + b"".join(u.bytes for u in dirs)
+        assert bytes((tag,)) + uvarint(len(compact)) + compact in value and len(value) > len(plain)
+        got_type, got_version, data = decode_value(value, 0, len(value))
+        assert (got_type, got_version) == (type_id, version)
+        assert data.cordoned_log_dirs == dirs and data.unknown_tagged_fields == ()
+        for name, expected in fields.items():
+            assert getattr(data, name) == expected
+    assert decode_value(plain, 0, len(plain))[2].cordoned_log_dirs is None
+    # A version before the field refuses a non-null value, as Kafka's generated write() does.
+    with pytest.raises(UnsupportedVersionError, match=f"non-default cordonedLogDirs at version {version - 1}"):
+        encode_value(type_id, version - 1, cls(**fields, cordoned_log_dirs=(B,)))
 
 
 def _segment(path: Path, values: list[bytes]) -> None:
@@ -292,9 +301,9 @@ def test_generate_log_takes_4x_names(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["generate-log", str(tmp_path / "g"), "--metadata-version", "4.2-IV1", "--records", "3000",
                  "--quiet"]) == 0
     assert "CLEAR_ELR_RECORD" in capsys.readouterr().out
-    levels = {r.data.feature_level for b in open_history(tmp_path / "g").batches() for r in b.records
-              if r.type == FEATURE_LEVEL_RECORD}
-    assert levels == {29}
+    features = {(r.data.name, r.data.feature_level) for b in open_history(tmp_path / "g").batches()
+                for r in b.records if r.type == FEATURE_LEVEL_RECORD}
+    assert features == {("metadata.version", 29), ("eligible.leader.replicas.version", 1)}
     assert main(["generate-log", str(tmp_path / "h"), "--metadata-version", "4.9-IV0", "--quiet"]) == 1
     assert "--metadata-version: unknown metadata.version '4.9-IV0'" in capsys.readouterr().err
 

@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from ctrlbatch.replay import metadata_catalog, record_classes, records
-from ctrlbatch.replay.metadata_specgen import CONTROL_SCHEMAS, VERSIONS_PAST_THE_JSON, render
+from ctrlbatch.replay.metadata_specgen import CONTROL_SCHEMAS, PAST_THE_JSON, VERSIONS_PAST_THE_JSON, render
 from ctrlbatch.requests.json_spec import load_json_spec
 from ctrlbatch.requests.spec import FieldSpec, MessageSpec, snake_case
 from ctrlbatch.requests.versions import Versions
@@ -47,12 +47,15 @@ def _json_files(specs: Path = SPECS) -> list[Path]:
 
 
 def _as_in_json(ours: MessageSpec) -> MessageSpec:
-    """Our spec with the validVersions its JSON says (undoing VERSIONS_PAST_THE_JSON)."""
-    entry = VERSIONS_PAST_THE_JSON.get(ours.name)
+    """Our spec with the validVersions and fields its JSON says (undoing PAST_THE_JSON)."""
+    entry = PAST_THE_JSON.get(ours.name)
     if entry is None:
         return ours
     assert ours.valid_versions == Versions.parse(entry[0])
-    return attrs.evolve(ours, valid_versions=Versions.parse(entry[1]))
+    added = {f["name"] for f in entry[2]}
+    assert [f.name for f in ours.fields[-len(added):]] == [f["name"] for f in entry[2]]  # appended, in order
+    kept = tuple(f for f in ours.fields if f.name not in added)
+    return attrs.evolve(ours, valid_versions=Versions.parse(entry[1]), fields=kept)
 
 
 @pytest.mark.parametrize("path", _json_files(), ids=lambda p: p.stem)
@@ -70,7 +73,7 @@ def test_catalog_reads_every_kafka_39_schema(path: Path) -> None:
     """Every 3.9 schema is described with its fields, types, tags and defaults; its versions are
     among ours (only "about" texts differ between 3.9 and 4.x)."""
     theirs = load_json_spec(path)
-    ours = CATALOG[theirs.name]
+    ours = _as_in_json(CATALOG[theirs.name])
     assert (ours.type, ours.api_key, ours.flexible_versions) == (theirs.type, theirs.api_key, theirs.flexible_versions)
     assert ours.valid_versions.lowest == theirs.valid_versions.lowest
     assert ours.valid_versions.highest >= theirs.valid_versions.highest
@@ -85,12 +88,20 @@ def test_every_json_schema_is_described_and_nothing_else() -> None:
 
 
 def test_versions_past_the_json_add_one_version_each() -> None:
-    """RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 (4.3-IV0): one version past the JSON."""
-    for name, (ours, json_says, _why) in VERSIONS_PAST_THE_JSON.items():
+    """RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 (4.3-IV0): one version past the
+    JSON, adding only a tagged, nullable CordonedLogDirs ([]uuid, default null) on a free tag."""
+    assert {n: (o, j, w) for n, (o, j, _f, w) in PAST_THE_JSON.items()} == VERSIONS_PAST_THE_JSON
+    for name, (ours, json_says, added, _why) in PAST_THE_JSON.items():
         theirs = next(load_json_spec(p) for p in _json_files() if load_json_spec(p).name == name)
         assert theirs.valid_versions == Versions.parse(json_says)
         assert CATALOG[name].valid_versions == Versions.parse(ours)
-        assert Versions.parse(ours).highest == theirs.valid_versions.highest + 1
+        new = Versions.parse(ours).highest
+        assert new == theirs.valid_versions.highest + 1
+        assert [f["name"] for f in added] == ["CordonedLogDirs"]
+        field = CATALOG[name].fields[-1]
+        assert (field.name, field.type, field.default) == ("CordonedLogDirs", "[]uuid", "null")
+        assert field.versions == field.nullable_versions == field.tagged_versions == Versions.parse(f"{new}+")
+        assert field.tag not in {f.tag for f in theirs.fields if f.tag is not None}
 
 
 def test_catalog_is_what_the_generator_writes_today() -> None:
