@@ -73,7 +73,7 @@ REQUESTS_DDL = _ddl(REQUESTS_ARROW)
 """The requests DataFrame's schema as Spark DDL."""
 
 
-def _struct(schema: pa.Schema) -> StructType:
+def _struct(schema: pa.Schema, all_nullable: bool = False) -> StructType:
     """The Spark StructType of an Arrow schema of the types above (no JVM needed)."""
     from pyspark.sql import types as t
 
@@ -82,7 +82,7 @@ def _struct(schema: pa.Schema) -> StructType:
         pa.bool_(): t.BooleanType(), pa.string(): t.StringType(), pa.binary(): t.BinaryType(),
         TIMESTAMP: t.TimestampType(),
     }
-    return t.StructType([t.StructField(f.name, spark_types[f.type], f.nullable) for f in schema])
+    return t.StructType([t.StructField(f.name, spark_types[f.type], f.nullable or all_nullable) for f in schema])
 
 
 def records_schema() -> StructType:
@@ -91,5 +91,6 @@ def records_schema() -> StructType:
 
 
 def requests_schema() -> StructType:
-    """REQUESTS_SCHEMA: the requests DataFrame's Spark schema."""
-    return _struct(REQUESTS_ARROW)
+    """REQUESTS_SCHEMA: the requests DataFrame's Spark schema (every column nullable: Spark reads
+    Parquet columns so, whatever the file says)."""
+    return _struct(REQUESTS_ARROW, all_nullable=True)

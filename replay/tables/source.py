@@ -46,6 +46,7 @@ def _one_line(read: Any, *args: Any) -> Iterator[Any]:
     after one frame, not a traceback through the reader."""
     try:
         yield from read(*args)
+        return
     except Exception as e:
         if not type(e).__module__.startswith("ctrlbatch."):
             raise
