@@ -15,7 +15,7 @@ Rules of this module:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -40,18 +40,17 @@ def _table() -> Any:
     return table
 
 
-def _one_line(read: Any, *args: Any) -> Iterator[Any]:
-    """read(*args)'s batches; a ctrlbatch error (bad input: file, byte offset, reason) is raised
-    again without the reading code's frames, so the worker's report is the error's one line
-    after one frame, not a traceback through the reader."""
+def _guarded(read: Any, *args: Any) -> Generator[Any, None, BaseException | None]:
+    """read(*args)'s batches; returns a ctrlbatch error (bad input: file, byte offset, reason)
+    instead of raising it, so that the caller raises it without the reading code's frames: the
+    worker's report is then one frame and the error's one line, not a traceback through the reader."""
     try:
         yield from read(*args)
-        return
     except Exception as e:
         if not type(e).__module__.startswith("ctrlbatch."):
             raise
-        error = e
-    raise error.with_traceback(None) from None
+        return e.with_traceback(None)
+    return None
 
 
 class KraftMetadataDataSource(DataSource):
@@ -87,7 +86,9 @@ class _Reader(DataSourceReader):
         return [_Part(p) for p in _table().plan(self.options)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from _one_line(_table().read, self.options, partition.value)
+        error = yield from _guarded(_table().read, self.options, partition.value)
+        if error is not None:
+            raise error from None
 
 
 class _StreamReader(DataSourceStreamReader):
@@ -115,7 +116,9 @@ class _StreamReader(DataSourceStreamReader):
         return [_Part(p) for p in self._follower().partitions(start, end)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        yield from _one_line(_table().read_stream, self.options, partition.value)
+        error = yield from _guarded(_table().read_stream, self.options, partition.value)
+        if error is not None:
+            raise error from None
 
     def commit(self, end: dict[str, Any]) -> None:
         return None
