@@ -92,7 +92,17 @@ class RecordColumns:
                 versions.append(r.version)
                 datas.append(text(r.data, r.version))
         n = len(offsets) - n_before
-        if n:
+        if n == 1:  # most batches of a KRaft log hold one record
+            bases.append(base)
+            lasts.append(last)
+            epochs.append(epoch)
+            times.append(ts)
+            controls.append(control)
+            snaps.append(self.snapshot)
+            files.append(file_of(batch.source))
+            positions.append(batch.position)
+            self.rows += 1
+        elif n:
             bases.extend([base] * n)
             lasts.extend([last] * n)
             epochs.extend([epoch] * n)

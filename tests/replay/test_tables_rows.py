@@ -263,3 +263,21 @@ def test_the_compiled_json_is_to_jsons_text_for_any_record(data: Any) -> None:
     cls, version = data.draw(st.sampled_from(all_versions(list(RECORD_CLASSES.values()))))
     obj = data.draw(messages(cls, version))
     assert to_json_text(obj, version) == json.JSONEncoder(separators=(",", ":")).encode(to_json(obj, version))
+
+
+def test_json_lines_and_dump_text_are_tables_too(logs: dict[str, Path], tmp_path: Path) -> None:
+    """A JSON lines input (write_jsonl of the 3.x log) gives the binary log's rows, but for where
+    they are (its file, a line); so does kafka-dump-log text where it prints the records."""
+    path = tmp_path / "history.jsonl"
+    with open(path, "w") as f:
+        write_jsonl(open_history(logs["3x"]).batches(), f)
+    table, parts = partitioned({"path": str(path), "includeNoOps": "true"})
+    binary = one_read(logs["3x"], include_noops=True)
+    assert parts == 1 and table.equals(one_read(path, include_noops=True))
+    same = ["offset", "batch_base_offset", "batch_last_offset", "batch_epoch", "timestamp", "control", "type",
+            "type_id", "version", "data"]
+    assert table.select(same).equals(binary.select(same))
+    assert set(table["file"].to_pylist()) == {str(path)} and table["position"][0].as_py() == 1
+    dump = Path(__file__).parent / "data" / "dump-excerpt.txt"
+    rows, _ = partitioned({"path": str(dump), "includeNoOps": "true"})
+    assert rows.equals(one_read(dump, include_noops=True)) and rows.num_rows > 0
