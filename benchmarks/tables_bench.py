@@ -17,6 +17,9 @@ heap or page cache state beyond the file cache):
   job's wall time, after the session has started (its start is printed, not counted: a fixed cost
   of any Spark job), and the driver Python process's peak RSS (VmHWM);
 - the data source on the --big log, for the driver's peak RSS from --records to --big.
+The CPU time of each process tree (driver, JVM, Python workers: /proc polled, as replay_bench.py
+does, start-up included) is printed beside its wall time: on a shared machine the wall time
+follows the load, the CPU time much less.
 Printed with the load average beside every figure and the processor: the data source's time
 over the peer's (target <= 0.75x), over the one-process rows (informative), and the driver's
 peak RSS big over small (target <= 1.1x).
@@ -36,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from figures import Figure, write_results
-from replay_bench import _hwm_kib, cpu_model
+from replay_bench import _cpu_seconds, _descendants, _hwm_kib, cpu_model
 
 PYTHON = Path(sys.executable)
 
@@ -96,15 +99,19 @@ def run(kind: str, log: Path) -> dict[str, Any]:
                TZ="UTC")
     cmd = [str(PYTHON), __file__, "--child", kind, str(log)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
+    peak, cpu = 0, {}
     while proc.poll() is None:
         peak = max(peak, _hwm_kib(proc.pid) or 0)
+        for pid in (proc.pid, *_descendants(proc.pid)):
+            used = _cpu_seconds(pid)
+            if used is not None:
+                cpu[pid] = max(cpu.get(pid, 0.0), used)
         time.sleep(0.1)
     stdout, stderr = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stdout[-2000:]}\n{stderr[-4000:]}")
     result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
-    return result | {"driver_rss_mib": peak / 1024, "loadavg": os.getloadavg()[0]}
+    return result | {"driver_rss_mib": peak / 1024, "loadavg": os.getloadavg()[0], "cpu_seconds": sum(cpu.values())}
 
 
 def main() -> None:
@@ -136,7 +143,8 @@ def main() -> None:
         runs[kind] = r = run(kind, log)
         start = f", session start {r['session_start']:.1f} s (not counted)" if "session_start" in r else ""
         print(f"  {r['seconds']:.1f} s, {r['rows']:,} rows, peak RSS {r['driver_rss_mib']:.0f} MiB, "
-              f"load {r['loadavg']:.2f}{start}", flush=True)
+              f"CPU {r['cpu_seconds']:.1f} s (the process tree, start-up included), load {r['loadavg']:.2f}{start}",
+              flush=True)
     big = None
     if not args.no_big:
         big_log = log_dir(args.cache, args.big, args)

@@ -213,8 +213,12 @@ class Follower:
                     raise ReplayInputError(h.path, h.position, f"offsets {'go backwards' if h.base_offset < next_offset else f'skip {next_offset}..{h.base_offset - 1}'}: a segment overlaps or is missing")
                 before, next_offset = h, h.last_offset + 1
                 position = h.position + h.length
-            if last or int(os.path.basename(paths[index + 1])[:20]) != next_offset:
+            if last:
                 break
+            following = int(os.path.basename(paths[index + 1])[:20])
+            if following != next_offset:  # the reader's words for it (reading.OffsetCheck)
+                gap = "go backwards" if following < next_offset else f"skip {next_offset}..{following - 1}"
+                raise ReplayInputError(paths[index + 1], 0, f"offsets {gap}: a segment overlaps or is missing")
             index, position = index + 1, 0
         self._cursor = (Spot(paths, index, position, next_offset), before)
         if before is None or next_offset == int(start["offset"]):

@@ -114,3 +114,16 @@ def test_streams_refuse_a_snapshot_start_and_files(tmp_path: Path) -> None:
         Follower(parse_options({"path": str(live.root), "fromSnapshot": "newest"}))
     with pytest.raises(ValueError, match="is not a directory"):
         Follower(parse_options({"path": str(live.segment)}))
+
+
+def test_a_missing_segment_stops_the_stream_instead_of_stalling(tmp_path: Path) -> None:
+    from ctrlbatch.replay import ReplayInputError
+
+    live = LiveLog(tmp_path)
+    f = follow(live)
+    live.add(0, 2)
+    live.roll(5)  # offsets 3-4 are missing
+    live.add(5, 6)
+    with pytest.raises(ReplayInputError) as e:
+        f.latest_offset(f.initial_offset())
+    assert str(e.value) == f"{live.segment_path(5)}, byte offset 0: offsets skip 3..4: a segment overlaps or is missing"
