@@ -1,6 +1,6 @@
 """The records table's partitions: byte ranges of the log cut on batch boundaries, read in parallel.
 
-Rules of this module:
+Rules of this module (record batch v2: DefaultRecordBatch.java:44-100, kafka-metadata-log-format.md 4):
 - Planning reads no record: ``cuts`` hops the 12-byte (baseOffset, batchLength) prefixes of the
   segments (as spark_ranges.batch_cuts does) and cuts at the first batch start past every
   ``unit_bytes``, remembering the batch before each cut.

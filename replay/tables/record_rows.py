@@ -1,6 +1,8 @@
 """A history's batches as rows of the records table, in Arrow record batches.
 
-Rules of this module (schema.py says what each column means):
+Rules of this module (schema.py says what each column means; kafka-dump-log's record lines,
+kafka-metadata-log-format.md 1.2: a data record's payload is its JSON, DumpLogSegments.scala
+(DLS):334-340; control records print their JSON too, DLS:317-328):
 - One row per record, in batch order: a data batch's records (with includeNoOps, a NO_OP_RECORD
   row, version 0, data ``{}``, at every offset of the batch no kept record holds: every offset of
   a KRaft data batch is a record, and a NoOp's value is exactly 01 14 00 00, so nothing else of it

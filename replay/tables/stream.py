@@ -1,6 +1,8 @@
 """Following a live ``__cluster_metadata-0``: the kraft_metadata stream's offsets and reads.
 
-Rules of this module (kafka-metadata-log-format.md section 4; pyspark-notes.md section 14):
+Rules of this module (kafka-metadata-log-format.md section 4: the header fields read here are
+DefaultRecordBatch.java:44-100's; a new leader appends a LeaderChange at the start of its epoch,
+KafkaRaftClient.java:636; pyspark-notes.md section 14: the stream reader's contract):
 - An offset is ``{"offset": N, "crc": C, "epoch": E}``: N the next log offset to emit; C and E the
   CRC-32C and partitionLeaderEpoch of the batch that ends at N - 1 (-1: none, where the stream
   began). The stream starts at the oldest offset on disk (the first segment's base offset).

@@ -6,14 +6,15 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from ctrlbatch.replay.records import NOOP_VALUE
 from ctrlbatch.replay.segments import scan_batches
 from ctrlbatch.replay.writer import encode_batch
 
 # (metadata.version level at bootstrap, upgrade to): 3.6-IV2 -> 3.9-IV0, and Kafka 4.1-IV1 -> 4.3-IV0
-KAFKA_3X = {"metadata_version": 14, "upgrade_to": 21}
-KAFKA_4X = {"metadata_version": 27, "upgrade_to": 30}
+KAFKA_3X: dict[str, Any] = {"metadata_version": 14, "upgrade_to": 21}
+KAFKA_4X: dict[str, Any] = {"metadata_version": 27, "upgrade_to": 30}
 
 
 def make_logs(root: Path) -> dict[str, Path]:

@@ -98,7 +98,7 @@ def test_an_executor_without_ctrlbatch_fails_naming_what_it_lacks(md: Any, sampl
     from ctrlbatch.replay.tables.source import KraftMetadataDataSource
 
     source = KraftMetadataDataSource({"path": str(sample_dir)})
-    blob = cloudpickle.dumps((KraftMetadataDataSource, source.reader(RECORDS_SCHEMA)))
+    blob = cloudpickle.dumps((KraftMetadataDataSource, source.reader(RECORDS_SCHEMA)))  # type: ignore[no-untyped-call]
     script = (
         "import pickle, sys\n"
         "sys.modules['ctrlbatch'] = None  # this Python cannot import ctrlbatch\n"
