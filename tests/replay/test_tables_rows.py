@@ -281,3 +281,10 @@ def test_json_lines_and_dump_text_are_tables_too(logs: dict[str, Path], tmp_path
     dump = Path(__file__).parent / "data" / "dump-excerpt.txt"
     rows, _ = partitioned({"path": str(dump), "includeNoOps": "true"})
     assert rows.equals(one_read(dump, include_noops=True)) and rows.num_rows > 0
+
+
+def test_one_log_segment_is_a_table(logs: dict[str, Path]) -> None:
+    segment = sorted((logs["4x"] / "__cluster_metadata-0").glob("*.log"))[0]
+    table, parts = partitioned({"path": str(segment), "unitBytes": "10000"})
+    assert parts > 2 and table.equals(one_read(segment)) and table.num_rows > 100
+    assert set(table["file"].to_pylist()) == {str(segment)}
