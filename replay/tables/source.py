@@ -6,6 +6,9 @@ Rules of this module:
   value they hold is plain (options as a dict of strings, partitions as tuples), so an executor
   that cannot import ctrlbatch still unpickles them and then fails in one line that says what
   it lacks (``MISSING``), not with a bare ``No module named 'ctrlbatch'`` from inside pickle.
+- A ctrlbatch error in ``read()`` (bad input: file, byte offset, reason) is raised without the
+  reader's frames and reported by the failing worker without a traceback (``_report_one_line``),
+  so the user sees the reader's one line right under Spark's heading.
 - The work is done by ``ctrlbatch.replay.tables.table`` (imported where it runs): the options'
   checks, planning, reading, and the stream's offsets.
 - Batch reads: ``partitions()`` are byte ranges cut on batch boundaries (plan.py), ``read()``
@@ -15,6 +18,7 @@ Rules of this module:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
@@ -53,6 +57,15 @@ def _guarded(read: Any, *args: Any) -> Generator[Any, None, BaseException | None
     return None
 
 
+def _report_one_line() -> None:
+    """Have this worker report the error about to be raised as its one line, without a
+    traceback: pyspark's handle_worker_exception reads SPARK_HIDE_TRACEBACK when it formats the
+    error, and the worker exits right after (pyspark/worker.py: ``sys.exit(-1)``), so no other
+    task's report changes. Spark then shows "An exception was thrown from the Python worker:"
+    and, on the next line, the reader's own (file, byte offset, reason)."""
+    os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+
+
 class KraftMetadataDataSource(DataSource):
     """``spark.read.format("kraft_metadata").load(PATH)``: one row per record of a KRaft metadata
     log; ``spark.readStream`` follows a live ``__cluster_metadata-0``. Options: fromSnapshot,
@@ -88,6 +101,7 @@ class _Reader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         error = yield from _guarded(_table().read, self.options, partition.value)
         if error is not None:
+            _report_one_line()
             raise error from None
 
 
@@ -118,6 +132,7 @@ class _StreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         error = yield from _guarded(_table().read_stream, self.options, partition.value)
         if error is not None:
+            _report_one_line()
             raise error from None
 
     def commit(self, end: dict[str, Any]) -> None:

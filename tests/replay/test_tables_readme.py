@@ -67,7 +67,9 @@ Options: `fromSnapshot` (`newest` or a `.checkpoint` path: its records, then the
 `false`: a row for every `NO_OP_RECORD` too), `unitBytes` (input bytes per partition); a bad value
 fails at `load()` naming the option. Partitions are byte ranges cut on batch boundaries, read in
 parallel with the replay's own checks (CRC, dense offsets, epochs); a corrupt batch fails the job
-with the replay's line (`ReplayInputError: <file>, byte offset N: <reason>`).
+with the replay's line, without a traceback, right under Spark's heading ("An exception was thrown
+from the Python worker:" then `ctrlbatch.replay.errors.ReplayInputError: <file>, byte offset N:
+<reason>`); `replay_dataframe` raises that `ReplayInputError` itself, on the driver.
 
 The stream follows a live `__cluster_metadata-0` (offsets are log offsets; a batch still being
 written waits for the next trigger; new segments are picked up; a restart from the checkpoint
