@@ -1,7 +1,7 @@
 """The kraft_metadata data source's options, checked once with a clear error naming each.
 
 Rules of this module: Spark hands a data source its options as strings (case-insensitive keys);
-``parse_options`` turns them into ``TableOptions`` or raises ``ValueError`` naming the option, the
+``parse_options`` turns them into ``TableOptions`` or raises ``OptionError`` (a ValueError) naming the option, the
 value given and what it takes. OPTIONS is the one table of the options (name, default, what it
 takes), which the README and the error messages are written from. The path is ``load(PATH)`` or
 ``OPTIONS (path '...')`` in SQL; a missing path is refused here, a path that is not a history by
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import attrs
 
-__all__ = ["OPTIONS", "TableOptions", "parse_options"]
+__all__ = ["OPTIONS", "OptionError", "TableOptions", "parse_options"]
 
 # name -> (default, what it takes). Keys are compared case-insensitively, as Spark does.
 OPTIONS: dict[str, tuple[str | None, str]] = {
@@ -30,6 +30,10 @@ OPTIONS: dict[str, tuple[str | None, str]] = {
 }
 _BOOLS = {"true": True, "false": False}
 MAX_UNIT_BYTES = 1 << 40
+
+
+class OptionError(ValueError):
+    """A kraft_metadata option (or path) that cannot be used, named in the message."""
 
 
 @attrs.frozen(slots=True)
@@ -49,7 +53,7 @@ def _bool(options: Mapping[str, str], name: str) -> bool:
         return False
     value = _BOOLS.get(str(text).strip().lower())
     if value is None:
-        raise ValueError(f"kraft_metadata option {name}: expected true or false, got {str(text)[:60]!r}")
+        raise OptionError(f"kraft_metadata option {name}: expected true or false, got {str(text)[:60]!r}")
     return value
 
 
@@ -62,7 +66,7 @@ def _unit_bytes(options: Mapping[str, str]) -> int | None:
     except ValueError:
         value = 0
     if not 1 <= value <= MAX_UNIT_BYTES:
-        raise ValueError(f"kraft_metadata option unitBytes: expected a positive integer (bytes per partition), "
+        raise OptionError(f"kraft_metadata option unitBytes: expected a positive integer (bytes per partition), "
                          f"got {str(text)[:60]!r}")
     return value
 
@@ -72,11 +76,11 @@ def parse_options(options: Mapping[str, str]) -> TableOptions:
     options = {str(k).lower(): v for k, v in options.items()}
     path = options.get("path")
     if path is None or not str(path).strip():
-        raise ValueError("kraft_metadata: no path: spark.read.format('kraft_metadata').load(PATH), or "
+        raise OptionError("kraft_metadata: no path: spark.read.format('kraft_metadata').load(PATH), or "
                          "OPTIONS (path '...') in SQL")
     snapshot = options.get("fromsnapshot")
     if snapshot is not None and not str(snapshot).strip():
-        raise ValueError("kraft_metadata option fromSnapshot: expected 'newest' or a .checkpoint path, got ''")
+        raise OptionError("kraft_metadata option fromSnapshot: expected 'newest' or a .checkpoint path, got ''")
     if snapshot is not None and snapshot != "newest":
         snapshot = os.path.abspath(snapshot)
     return TableOptions(

@@ -24,7 +24,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 
-__all__ = ["MISSING", "NAME", "KraftMetadataDataSource"]
+__all__ = ["MISSING", "NAME", "KraftMetadataDataSource", "MissingCtrlbatch"]
 
 NAME = "kraft_metadata"
 MISSING = (
@@ -35,13 +35,37 @@ MISSING = (
 )
 
 
+class MissingCtrlbatch(RuntimeError):
+    """This Spark Python process cannot import ctrlbatch (MISSING says what to do)."""
+
+
 def _table() -> Any:
     """ctrlbatch.replay.tables.table, or the one-line error saying what this process lacks."""
     try:
         from ctrlbatch.replay.tables import table
     except ImportError as e:
-        raise RuntimeError(MISSING.format(error=e)) from None
+        raise MissingCtrlbatch(MISSING.format(error=e)) from None
     return table
+
+
+def _one_line(method: Any) -> Any:
+    """The method, reporting a ctrlbatch error (an option, bad input, a stream's log that changed,
+    a missing ctrlbatch) as its one line: the Python process Spark runs it in (the planner, the
+    stream's driver-side runner) reports it and exits (pyspark/sql/worker/utils.py worker_run,
+    python_streaming_source_runner.py), as _report_one_line says."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except Exception as e:
+            if not type(e).__module__.startswith("ctrlbatch."):
+                raise
+            error = e
+        _report_one_line()
+        raise error.with_traceback(None) from None
+
+    call.__name__, call.__doc__ = method.__name__, method.__doc__
+    return call
 
 
 def _guarded(read: Any, *args: Any) -> Generator[Any, None, BaseException | None]:
@@ -75,14 +99,17 @@ class KraftMetadataDataSource(DataSource):
     def name(cls) -> str:
         return NAME
 
+    @_one_line
     def schema(self) -> Any:
         table = _table()
         table.check_options(dict(self.options))
         return table.records_schema()
 
+    @_one_line
     def reader(self, schema: Any) -> DataSourceReader:
         return _Reader(_table().checked(dict(self.options)))
 
+    @_one_line
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return _StreamReader(_table().checked_stream(dict(self.options)))
 
@@ -95,6 +122,7 @@ class _Reader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
 
+    @_one_line
     def partitions(self) -> Sequence[InputPartition]:
         return [_Part(p) for p in _table().plan(self.options)]
 
@@ -118,14 +146,17 @@ class _StreamReader(DataSourceStreamReader):
             self.follower = _table().follower(self.options)
         return self.follower
 
+    @_one_line
     def initialOffset(self) -> dict[str, Any]:
         result: dict[str, Any] = self._follower().initial_offset()
         return result
 
+    @_one_line
     def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
         result: dict[str, Any] = self._follower().latest_offset(start)
         return result
 
+    @_one_line
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         return [_Part(p) for p in self._follower().partitions(start, end)]
 

@@ -43,7 +43,7 @@ from ..reading import LogReader, ReadFrom
 from ..records import LogBatch
 from ..segments import HEADER, MAX_BATCH_BYTES, MIN_BATCH_LENGTH, PREFIX
 from ..sources import METADATA_DIR
-from .options import TableOptions
+from .options import OptionError, TableOptions
 from .record_rows import record_batches
 
 __all__ = ["Follower", "StreamError", "StreamPart", "check_stream_options", "read_stream_part"]
@@ -59,13 +59,13 @@ class StreamError(CommandError):
 
 
 def check_stream_options(options: TableOptions) -> str:
-    """The metadata directory the stream follows, or ValueError naming what cannot be streamed."""
+    """The metadata directory the stream follows, or OptionError naming what cannot be streamed."""
     if options.from_snapshot is not None:
-        raise ValueError("kraft_metadata option fromSnapshot: a stream follows the log only; read the snapshot "
+        raise OptionError("kraft_metadata option fromSnapshot: a stream follows the log only; read the snapshot "
                          "with spark.read instead")
     path = options.path
     if not os.path.isdir(path):
-        raise ValueError(f"kraft_metadata stream: {path} is not a directory: a stream follows a {METADATA_DIR} "
+        raise OptionError(f"kraft_metadata stream: {path} is not a directory: a stream follows a {METADATA_DIR} "
                          "directory (or the data directory holding it)")
     inner = os.path.join(path, METADATA_DIR)
     return inner if os.path.basename(os.path.normpath(path)) != METADATA_DIR and os.path.isdir(inner) else path
