@@ -7,7 +7,8 @@ KafkaRaftClient.java:636; pyspark-notes.md section 14: the stream reader's contr
   CRC-32C and partitionLeaderEpoch of the batch that ends at N - 1 (-1: none, where the stream
   began). The stream starts at the oldest offset on disk (the first segment's base offset).
 - ``latest_offset`` (on the driver) scans batch headers only, from where the last scan ended
-  (``Follower`` keeps that cursor, checked against the file before it is trusted), and stops at
+  (``Follower`` keeps where the last few offsets it handed out begin, each checked against the
+  file before it is trusted, so a trigger costs the new batches, not the segment), and stops at
   the last complete batch: a batch still being written (its header says more bytes than the
   file holds) is left for a later trigger. A segment ends where the next one (by base offset)
   begins; a new segment is picked up when the offsets run on into it.
@@ -147,7 +148,9 @@ class Follower:
     def __init__(self, options: TableOptions) -> None:
         self.options = options
         self.directory = check_stream_options(options)
-        self._cursor: tuple[Spot, Header | None] | None = None  # the end of the last scan and the batch before it
+        # offset -> where it begins and the batch before it, for the last few offsets handed out (the
+        # end of the last scan, and the start before it, which partitions() asks for next)
+        self._known: dict[int, tuple[Spot, Header | None]] = {}
 
     def __repr__(self) -> str:
         return f"Follower({self.directory!r})"
@@ -167,8 +170,8 @@ class Follower:
             oldest = f"the oldest segment {segments[0][1]} starts at offset {segments[0][0]}" if segments else "no segment"
             raise StreamError(f"{self.directory}: offset {n} is no longer on disk ({oldest}): the segments holding it "
                               "were deleted (after a snapshot); restart the stream without its checkpoint")
-        cached = self._cursor
-        if cached is not None and cached[0].offset == n and cached[0].segments[cached[0].index] in paths:
+        cached = self._known.get(n)
+        if cached is not None and cached[0].segments[cached[0].index] in paths:
             spot, seen = cached
             if seen is None or _header_at(seen.path, seen.position) == seen:
                 spot = Spot(paths, paths.index(spot.segments[spot.index]), spot.position, n)
@@ -195,6 +198,12 @@ class Follower:
         position = before.position + before.length if before is not None and before.path == paths[index] else 0
         return self._checked(Spot(paths, index, position, n), before, n, crc)
 
+    def _remember(self, spot: Spot, before: Header | None, keep: int = 4) -> None:
+        self._known.pop(spot.offset, None)
+        self._known[spot.offset] = (spot, before)  # the newest last: the oldest goes first
+        while len(self._known) > keep:
+            del self._known[next(iter(self._known))]
+
     def _checked(self, spot: Spot, before: Header | None, n: int, crc: int) -> tuple[Spot, Header | None]:
         if crc >= 0 and before is not None and (before.last_offset != n - 1 or before.crc != crc):
             raise StreamError(
@@ -205,7 +214,8 @@ class Follower:
 
     def latest_offset(self, start: dict[str, Any]) -> dict[str, int]:
         """The offset after the last complete batch on disk (module rules)."""
-        spot, before = self._find(start)
+        spot, start_before = self._find(start)
+        before = start_before
         paths, index, position = spot.segments, spot.index, spot.position
         next_offset = spot.offset
         while True:
@@ -222,7 +232,8 @@ class Follower:
                 gap = "go backwards" if following < next_offset else f"skip {next_offset}..{following - 1}"
                 raise ReplayInputError(paths[index + 1], 0, f"offsets {gap}: a segment overlaps or is missing")
             index, position = index + 1, 0
-        self._cursor = (Spot(paths, index, position, next_offset), before)
+        self._remember(spot, start_before)
+        self._remember(Spot(paths, index, position, next_offset), before)
         if before is None or next_offset == int(start["offset"]):
             return dict(start)
         return {"offset": next_offset, "crc": before.crc, "epoch": before.epoch}
@@ -230,9 +241,7 @@ class Follower:
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[tuple[Any, ...]]:
         if int(end["offset"]) <= int(start["offset"]):
             return []
-        saved = self._cursor
         spot, _before = self._find(start)
-        self._cursor = saved
         return [attrs.astuple(StreamPart(spot.segments[spot.index:], spot.position, spot.offset,
                                          int(start.get("epoch", -1)), int(end["offset"]), int(end["crc"])),
                               recurse=False)]

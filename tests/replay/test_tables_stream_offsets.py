@@ -127,3 +127,28 @@ def test_a_missing_segment_stops_the_stream_instead_of_stalling(tmp_path: Path) 
     with pytest.raises(ReplayInputError) as e:
         f.latest_offset(f.initial_offset())
     assert str(e.value) == f"{live.segment_path(5)}, byte offset 0: offsets skip 3..4: a segment overlaps or is missing"
+
+
+def test_a_trigger_scans_only_the_new_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctrlbatch.replay.tables import stream
+
+    live = LiveLog(tmp_path)
+    f = follow(live)
+    live.add(0, 199)
+    start = f.initial_offset()
+    end = f.latest_offset(start)
+    assert len(f.partitions(start, end)) == 1
+    read: list[int] = []
+    original = stream._headers
+
+    def counting(path: str, position: int, last: bool) -> Any:
+        for h in original(path, position, last):
+            read.append(h.base_offset)
+            yield h
+
+    monkeypatch.setattr(stream, "_headers", counting)
+    live.add(200, 202)
+    end2 = f.latest_offset(end)
+    parts = f.partitions(end, end2)
+    assert end2["offset"] == 203 and read == [199, 200, 201, 202] + [199]  # the batch before each start, checked
+    assert rows(f, end, end2) == [200, 201, 202] and parts == f.partitions(end, end2)
