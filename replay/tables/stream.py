@@ -19,10 +19,12 @@ KafkaRaftClient.java:636; pyspark-notes.md section 14: the stream reader's contr
   is truncated when the KRaft leader changes). Each stops the stream with one line saying which
   offset, file and byte offset (``StreamError``).
 - ``partitions(start, end)`` is a pure function of the two offsets and the files (Spark asks for
-  the uncommitted range again after a restart): one partition, the segments from the one holding
-  ``start`` with the byte position there. ``read_stream_part`` reads it on an executor through
-  the one reading loop (``LogReader``: CRC, offset and epoch checks, seeded with the batch before
-  ``start``), up to the batch ending at ``end - 1``, whose CRC it checks against ``end``'s.
+  the uncommitted range again after a restart): the range's batch headers cut into reads of
+  about ``unitBytes`` (default STREAM_UNIT_BYTES), each from a batch start with the epoch and
+  offset of the batch before it (so a backlog, such as a stream's first micro-batch over a
+  retained log, is read in parallel). ``read_stream_part`` reads one on an executor through the
+  one reading loop (``LogReader``: CRC, offset and epoch checks, seeded with the batch before
+  it), up to the batch ending at its ``end - 1``, whose CRC it checks against the one planned.
 - Streaming reads a directory's log only: fromSnapshot and file inputs are refused up front.
 """
 
@@ -50,6 +52,7 @@ from .record_rows import record_batches
 __all__ = ["Follower", "StreamError", "StreamPart", "check_stream_options", "read_stream_part"]
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
+STREAM_UNIT_BYTES = 8 << 20  # bytes of batches per read of a micro-batch (unitBytes sets it)
 _HEAD = struct.Struct(">qiibI")  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
 _LAST_DELTA = struct.Struct(">i")  # lastOffsetDelta, at byte 23
 KAFKA_14704 = "the uncommitted tail was truncated when the KRaft leader changed (KAFKA-14704)"
@@ -239,12 +242,29 @@ class Follower:
         return {"offset": next_offset, "crc": before.crc, "epoch": before.epoch}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[tuple[Any, ...]]:
-        if int(end["offset"]) <= int(start["offset"]):
+        """The reads of [start, end): one per ``unit`` bytes of batches (module rules)."""
+        stop = int(end["offset"])
+        if stop <= int(start["offset"]):
             return []
         spot, _before = self._find(start)
-        return [attrs.astuple(StreamPart(spot.segments[spot.index:], spot.position, spot.offset,
-                                         int(start.get("epoch", -1)), int(end["offset"]), int(end["crc"])),
-                              recurse=False)]
+        unit = self.options.unit_bytes or STREAM_UNIT_BYTES
+        parts: list[StreamPart] = []
+        begin = (spot.index, spot.position, spot.offset, int(start.get("epoch", -1)))
+        done, index, position = 0, spot.index, spot.position
+        paths = spot.segments
+        while index < len(paths) and begin[2] < stop:
+            for h in _headers(paths[index], position, index + 1 == len(paths)):
+                done += h.length
+                if h.last_offset + 1 >= stop or done >= unit:
+                    parts.append(StreamPart(paths[begin[0]:], begin[1], begin[2], begin[3], h.last_offset + 1, h.crc))
+                    begin, done = (index, h.position + h.length, h.last_offset + 1, h.epoch), 0
+                if h.last_offset + 1 >= stop:
+                    break
+            index, position = index + 1, 0
+        if not parts or parts[-1].end != stop or parts[-1].end_crc != int(end["crc"]):
+            raise StreamError(f"{paths[spot.index]}: the log no longer holds offsets {spot.offset}-{stop - 1} as they "
+                              f"were found: {KAFKA_14704}")
+        return [attrs.astuple(p, recurse=False) for p in parts]
 
 
 @attrs.frozen(slots=True)

@@ -150,5 +150,22 @@ def test_a_trigger_scans_only_the_new_batches(tmp_path: Path, monkeypatch: pytes
     live.add(200, 202)
     end2 = f.latest_offset(end)
     parts = f.partitions(end, end2)
-    assert end2["offset"] == 203 and read == [199, 200, 201, 202] + [199]  # the batch before each start, checked
+    # the new batches, then for the partitions the batch before the start (checked) and the range's headers
+    assert end2["offset"] == 203 and read == [199, 200, 201, 202] + [199, 200, 201, 202]
     assert rows(f, end, end2) == [200, 201, 202] and parts == f.partitions(end, end2)
+
+
+def test_a_backlog_is_read_in_parts_of_unit_bytes(tmp_path: Path) -> None:
+    live = LiveLog(tmp_path)
+    live.add(0, 99)
+    live.roll(100)
+    live.add(100, 149)
+    size = len(live.batch(0))
+    f = Follower(parse_options({"path": str(live.root), "includeNoOps": "true", "unitBytes": str(size * 30)}))
+    start = f.initial_offset()
+    end = f.latest_offset(start)
+    parts = [StreamPart(*p) for p in f.partitions(start, end)]
+    assert [(p.offset, p.end) for p in parts] == [(0, 30), (30, 60), (60, 90), (90, 120), (120, 150)]
+    assert [p.epoch for p in parts] == [-1, 1, 1, 1, 1] and parts[3].segments[0] == str(live.segment_path(0))
+    assert parts[4].segments[0] == str(live.segment_path(100)) and parts[4].position == 20 * size
+    assert rows(f, start, end) == list(range(150))
