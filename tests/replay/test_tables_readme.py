@@ -72,8 +72,8 @@ from the Python worker:" then `ctrlbatch.replay.errors.ReplayInputError: <file>,
 <reason>`); `replay_dataframe` raises that `ReplayInputError` itself, on the driver.
 
 The stream follows a live `__cluster_metadata-0` (offsets are log offsets; a batch still being
-written waits for the next trigger; new segments are picked up; a restart from the checkpoint
-emits nothing twice and skips nothing). If a batch already emitted changes on disk (KAFKA-14704:
+written waits for the next trigger; new segments are picked up; a backlog is read in parallel,
+`unitBytes` per task; a restart from the checkpoint emits nothing twice and skips nothing). If a batch already emitted changes on disk (KAFKA-14704:
 the uncommitted tail is truncated when the KRaft leader changes) or the offset to resume from was
 deleted with its segment, the query stops with one line naming the offset, file and byte offset.
 
