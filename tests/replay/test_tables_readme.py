@@ -16,12 +16,10 @@ _BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 SECTION = r'''## The metadata log and the requests as Spark tables
 
-`ctrlbatch.replay` gives a Spark user three entry points: the **records table** (the
-`kraft_metadata` data source: one row per record of a `__cluster_metadata-0` directory, a `.log`
-segment, a `.checkpoint` snapshot, JSON lines or kafka-dump-log output), the **stream** (the same
-source following a live log), and the **requests DataFrame** (`replay_dataframe`: the replay's
-request rows, computed by Spark tasks). Schemas: `ctrlbatch.replay.RECORDS_SCHEMA`,
-`ctrlbatch.replay.REQUESTS_SCHEMA`.
+Three entry points: the **records table** (the `kraft_metadata` data source: one row per record of
+a `__cluster_metadata-0` directory or its parent, a `.log` segment, a `.checkpoint` snapshot, JSON
+lines or kafka-dump-log output), the **stream** (the same source following a live log) and the
+**requests DataFrame** (`replay_dataframe`). Schemas: `ctrlbatch.replay.RECORDS_SCHEMA`, `REQUESTS_SCHEMA`.
 
 ```python
 from ctrlbatch.replay import RECORDS_SCHEMA, register
@@ -56,26 +54,18 @@ print(leaders)   # broker 1 from its creation, then -1 (no leader) at the contro
 assert [r.leader for r in leaders] == [1, -1]
 ```
 
-Each row has `offset`, `batch_base_offset`, `batch_last_offset`, `batch_epoch`, `timestamp` (the
-batch's), `control` (LeaderChange, SnapshotHeader/Footer, KRaftVersion and KRaftVoters are rows
-too), `type` (Kafka's name, as kafka-dump-log prints it), `type_id`, `version`, `data` (the
-record's fields as JSON in kafka-dump-log's field names: `get_json_object`, or
-`variant_get(parse_json(data), '$.leader', 'int')`), `snapshot` (read from a `.checkpoint`, whose
-offsets restart at 0), `file` and `position` (the batch's byte offset; a line for text inputs).
-Options: `fromSnapshot` (`newest` or a `.checkpoint` path: its records, then the log after it),
-`skipCorrupt` (`true`: skip corrupt batches as `--skip-corrupt` does), `includeNoOps` (default
-`false`: a row for every `NO_OP_RECORD` too), `unitBytes` (input bytes per partition); a bad value
-fails at `load()` naming the option. Partitions are byte ranges cut on batch boundaries, read in
-parallel with the replay's own checks (CRC, dense offsets, epochs); a corrupt batch fails the job
-with the replay's line, without a traceback, right under Spark's heading ("An exception was thrown
-from the Python worker:" then `ctrlbatch.replay.errors.ReplayInputError: <file>, byte offset N:
-<reason>`); `replay_dataframe` raises that `ReplayInputError` itself, on the driver.
+Columns: `offset`, `batch_base_offset`, `batch_last_offset`, `batch_epoch`, `timestamp`, `control`
+(LeaderChange, snapshot header/footer, KRaft version/voters are rows too), `type` (Kafka's name),
+`type_id`, `version`, `data` (the fields as JSON in kafka-dump-log's names: `get_json_object`, or
+`variant_get(parse_json(data), '$.leader', 'int')`), `snapshot`, `file`, `position`. Options:
+`fromSnapshot` (`newest` or a path), `skipCorrupt`, `includeNoOps` (default `false`), `unitBytes`
+(bytes per partition); a bad value fails naming the option. A corrupt batch fails the job with the
+replay's line (`ReplayInputError: <file>, byte offset N: <reason>`) right under Spark's heading.
 
-The stream follows a live `__cluster_metadata-0` (offsets are log offsets; a batch still being
-written waits for the next trigger; new segments are picked up; a backlog is read in parallel,
-`unitBytes` per task; a restart from the checkpoint emits nothing twice and skips nothing). If a batch already emitted changes on disk (KAFKA-14704:
-the uncommitted tail is truncated when the KRaft leader changes) or the offset to resume from was
-deleted with its segment, the query stops with one line naming the offset, file and byte offset.
+The stream follows a live log: offsets are log offsets, only complete batches are emitted, new
+segments are picked up, a restart from the checkpoint emits nothing twice and skips nothing; a
+batch that changed under an emitted offset (KAFKA-14704) or an offset deleted with its segment
+stops the query with one line naming the offset, file and byte offset.
 
 ```python
 import tempfile
@@ -91,15 +81,13 @@ with tempfile.TemporaryDirectory() as checkpoint:
              .option("checkpointLocation", checkpoint).start())
     query.processAllAvailable()     # then, on a live log, every new batch as it is committed
     query.stop()
-print(spark.table("md_live").count(), "records so far")
 assert spark.table("md_live").count() == 128
 ```
 
-The requests DataFrame runs the replay inside Spark tasks, as `ctrlbatch replay` does: nothing
-of the log or the rows is collected to the driver. Its columns are the Parquet output's
-(`requests/`), including the first and last offset of the delta that caused each request
-(`delta_first_offset`, `delta_last_offset`, also in the Parquet output), plus `delta_time`, so
-requests join the records table:
+The requests DataFrame runs the replay in Spark tasks as `ctrlbatch replay` does (nothing of the
+log or rows reaches the driver): the Parquet output's columns, with the first and last offset of
+the delta that caused each request (`delta_first_offset`, `delta_last_offset`, now in the
+Parquet output too) and `delta_time`, so requests join the records:
 
 ```python
 from ctrlbatch.replay import register, replay_dataframe
@@ -110,7 +98,6 @@ register(spark)
 requests = replay_dataframe(spark, "../shared/samples/kraft-single-node")
 requests.groupBy("api_key").count().orderBy("api_key").show()
 
-# The requests caused by each partition leader change of the sample
 records = spark.read.format("kraft_metadata").load("../shared/samples/kraft-single-node")
 changes = records.where("type = 'PARTITION_CHANGE_RECORD'").select("offset", "data")
 caused = changes.join(requests, (changes["offset"] >= requests["delta_first_offset"])
@@ -119,12 +106,10 @@ caused.select("offset", "broker", "api_key", "partitions", "delta_time").distinc
 assert caused.count() > 0
 ```
 
-**Your own SparkSession.** The data source's planner and the executors run Python that must
-import ctrlbatch (and its `[replay]` extra): point `spark.pyspark.python` at the interpreter of
-the venv where ctrlbatch is installed, or install the ctrlbatch wheel on every executor. Without
-it the job fails with one line saying so (`kraft_metadata: this Spark Python process cannot
-import ctrlbatch ...: set spark.pyspark.python ...`). `replay_dataframe` also needs a `work_dir`
-every executor can reach (a shared filesystem on a cluster), as `--out` does.
+**Your own SparkSession**: the planner and executors must import ctrlbatch: set
+`spark.pyspark.python` to the venv's interpreter, or install the ctrlbatch wheel on every executor
+(else the job fails with one line saying so). `replay_dataframe(..., work_dir=...)` needs a
+directory every executor can reach, as `--out` does.
 
 ```python
 import sys
@@ -137,8 +122,7 @@ spark = (SparkSession.builder.master("local[2]")
          .config("spark.pyspark.python", sys.executable)   # a Python that imports ctrlbatch
          .getOrCreate())
 register(spark)
-print(spark.read.format("kraft_metadata").option("includeNoOps", "true")
-      .load("../shared/samples/kraft-single-node").count())
+print(spark.read.format("kraft_metadata").load("../shared/samples/kraft-single-node").count())
 ```
 '''
 
