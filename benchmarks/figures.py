@@ -13,7 +13,8 @@ Rules:
   ``<!-- figures:start -->`` and ``<!-- figures:end -->`` with ``render`` of the results, and
   ``readme --check`` (run by tests/test_bench_figures.py) fails when that text differs.
 - Rendering is deterministic: results in the order of ``BENCHMARKS``, numbers in a fixed format.
-- The replay benchmark takes hours; ``run`` runs it only with ``--with-replay``.
+- The replay benchmark takes hours and the tables benchmark (its 10M-record log) many minutes; ``run``
+  runs them only with ``--with-replay``.
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "rows_bench": (),
     "read_bench": (),
     "replay_bench": (),
+    "tables_bench": ("--reuse-big",),
 }
-SLOW = frozenset({"replay_bench"})  # run only with --with-replay
+SLOW = frozenset({"replay_bench", "tables_bench"})  # run only with --with-replay
 
 RESULT_KEYS = frozenset(
     {"benchmark", "started", "when", "seconds", "python", "load_average_start", "load_average_end", "nproc",

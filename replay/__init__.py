@@ -8,7 +8,8 @@
 
 Modules, one concern each: reading (records, segments, sources, jsonl, dumplog), semantics
 (image, deltas, channel_context, propagator), output (rows, summary, output), engines
-(local_engine, spark_engine), the generator, and the two commands (cli, generate_cli).
+(local_engine, spark_engine), the generator, the two commands (cli, generate_cli), and the
+Spark tables (tables/: the kraft_metadata data source, ``register``, ``replay_dataframe``).
 Names are exported lazily so that ``import ctrlbatch.replay`` costs nothing and pulls in neither
 pyarrow nor PySpark until a name that needs them is used.
 """
@@ -62,6 +63,11 @@ _EXPORTS: dict[str, str] = {
     "replay_local": "local_engine",
     "ReplayResult": "local_engine",
     "snapshot_image": "local_engine",
+    # Spark tables: the kraft_metadata data source and the requests as a DataFrame
+    "register": "tables.register",
+    "RECORDS_SCHEMA": "tables.register",
+    "REQUESTS_SCHEMA": "tables.register",
+    "replay_dataframe": "tables.requests",
 }
 
 # The real names for type checkers (a test checks they are _EXPORTS); at run time __getattr__
@@ -91,6 +97,8 @@ if TYPE_CHECKING:
     from .segments import decode_batch, read_segment, scan_batches
     from .sources import History, Snapshot, open_history
     from .summary import ReplaySummary
+    from .tables.register import RECORDS_SCHEMA, REQUESTS_SCHEMA, register
+    from .tables.requests import replay_dataframe
 
 __all__ = [
     "BrokerRegistration",
@@ -106,6 +114,8 @@ __all__ = [
     "MetadataReplayError",
     "MigrationControllerChannelContext",
     "PartitionRegistration",
+    "RECORDS_SCHEMA",
+    "REQUESTS_SCHEMA",
     "REQUEST_SCHEMA",
     "ReadStats",
     "ReplayInputError",
@@ -128,6 +138,8 @@ __all__ = [
     "read_segment",
     "record_type_id",
     "record_type_name",
+    "register",
+    "replay_dataframe",
     "replay_local",
     "request_row",
     "scan_batches",

@@ -66,7 +66,7 @@ import ctypes
 import functools
 import gc
 import sys
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any, TypeVar
@@ -81,7 +81,7 @@ from .rows import SendGroup, send_groups
 from .summary import ReplaySummary
 
 __all__ = [
-    "EngineRun", "fixed_mmap_threshold", "rare_collections", "release_free_memory", "snapshot_image",
+    "DeltaStarts", "EngineRun", "fixed_mmap_threshold", "rare_collections", "release_free_memory", "snapshot_image",
     "snapshot_start", "spark_task",
 ]
 
@@ -181,6 +181,37 @@ def snapshot_start(history: Any, batches: Iterable[LogBatch] | None = None) -> t
     return image, Delta(image.offset, timestamp, image.epoch, (), None, 0)
 
 
+class DeltaStarts:
+    """Each delta's first offset (rows.py's ``delta_first_offset``): just after the delta before
+    it, or the base offset of its first data batch when that is later (control batches between
+    deltas belong to none). A Spark unit starts right after a delta, so its first delta's data
+    batch decides, as in the sequential run. ``watch`` passes the batches on, noting data
+    batches; ``first(delta)`` is called once per delta, in order."""
+
+    __slots__ = ("_pending", "last")
+
+    def __init__(self, last: int = -1) -> None:
+        self._pending: deque[tuple[int, int]] = deque()
+        self.last = last
+
+    def watch(self, batches: Iterable[LogBatch]) -> Iterator[LogBatch]:
+        pending = self._pending
+        for b in batches:
+            if not b.control:
+                pending.append((b.base_offset, b.last_offset))
+            yield b
+
+    def first(self, last_offset: int) -> int:
+        pending, done = self._pending, self.last
+        while pending and pending[0][1] <= done:
+            pending.popleft()
+        first = done + 1
+        if pending and pending[0][0] > first:
+            first = pending[0][0]
+        self.last = last_offset
+        return first
+
+
 def trail_for(history: Any) -> BatchTrail:
     """The trail of a history's batches: byte offsets, or lines for text inputs."""
     return BatchTrail("line" if getattr(history, "kind", "log") in TEXT_KINDS else "byte")
@@ -254,29 +285,31 @@ class EngineRun:
                     raise ValueError("from_snapshot: the history has no snapshot to start from")
                 image, start = snapshot_start(self.history, self.counted(self.history.snapshot_batches()))
                 assert start is not None  # a snapshot gives its pseudo-delta
-                yield from self._deliver(start, propagate_image(image, self.options))
-            stream: Iterable[LogBatch] = self.counted(batches)
+                yield from self._deliver(start, propagate_image(image, self.options), 0)
+            starts = DeltaStarts(image.offset if from_snapshot else -1)
+            stream: Iterable[LogBatch] = starts.watch(self.counted(batches))
             if leader is not None:
                 stream = chain((leader,), stream)
             summary, options = self.summary, self.options
             for delta in group_deltas(stream, self.coalesce):
+                first = starts.first(delta.last_offset)
                 if delta.records == ():  # NoOps only (half of a real log's deltas): the image moves, nothing is sent
                     image = apply_delta(image, (), offset=delta.last_offset, epoch=delta.epoch)[0]
                     summary.count_delta(0)
                     continue
                 image, sends = propagate_delta(image, delta, options)
-                yield from self._deliver(delta, sends)
+                yield from self._deliver(delta, sends, first)
             self.image = image
         except MetadataReplayError as e:
             raise locate(e, self.trail, self.history) from None
 
-    def _deliver(self, delta: Delta, sends: list[Send]) -> Iterator[SendGroup]:
+    def _deliver(self, delta: Delta, sends: list[Send], first_offset: int) -> Iterator[SendGroup]:
         summary, tally = self.summary, self._tally
         for send in sends:
             if send.dropped:
                 summary.count_dropped(send.request.api_key)
         delivered = 0
-        for group in send_groups(delta, sends):
+        for group in send_groups(delta, sends, first_offset):
             brokers = group.brokers
             key = (group.api_key, brokers)
             counts = tally.get(key)

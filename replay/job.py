@@ -397,3 +397,6 @@ def format_comparison(versions: tuple[MetadataVersion, MetadataVersion], left: R
         pct = f"{100 * (b2 - b1) / b1:+.1f}%" if b1 else "-"
         lines.append(f"{api:<16}{r1:>20,}{r2:>20,}{r2 - r1:>+10,}{b1:>20,}{b2:>20,}{b2 - b1:>+14,}{pct:>9}")
     return "\n".join(lines) + "\n"
+
+
+controller_at_start = _controller_at_start  # public for replay_dataframe (tables/requests.py): the CLI's rule

@@ -8,7 +8,9 @@ Rules:
   LeaderAndIsr below v5, UpdateMetadata below v8), partitions (partition states in the
   request), bytes (the whole frame with its 4-byte size prefix), sha256 (hex of that frame),
   dropped (always false: rows are delivered requests; drops are counted in the summary), frame
-  (the frame itself, only with --with-frames).
+  (the frame itself, only with --with-frames), delta_first_offset and delta_last_offset (the
+  delta's offsets: from just after the delta before it, or its first data batch's base offset if
+  later, to ``delta``; a snapshot's pseudo-delta starts at 0), so rows join the records table.
 - The frame is ``OutboundRequest.encode(correlation_id=seq, client_id=str(controller_id))``,
   encoded and hashed by the one frame encoder (frames.FrameEncoder) for both engines.
 - Both engines make rows the same way: the delivered sends of a delta become ``SendGroup``
@@ -54,6 +56,8 @@ REQUEST_SCHEMA = pa.schema(
         pa.field("sha256", pa.string(), nullable=False),
         pa.field("dropped", pa.bool_(), nullable=False),
         pa.field("frame", pa.binary(), nullable=True),
+        pa.field("delta_first_offset", pa.int64(), nullable=False),
+        pa.field("delta_last_offset", pa.int64(), nullable=False),
     ]
 )
 
@@ -104,6 +108,7 @@ class SendGroup:
     epoch_offset: int | None
     brokers: tuple[int, ...]
     broker_epochs: tuple[int, ...]
+    first_offset: int = -1  # the delta's first offset (delta is its last)
 
     def __repr__(self) -> str:
         return f"SendGroup(api {self.api_key} v{self.api_version}, delta {self.delta}, {len(self.brokers)} brokers)"
@@ -112,7 +117,7 @@ class SendGroup:
         return FrameEncoder(self.api_key, self.api_version, str(self.controller_id), self.data, self.epoch_offset)
 
 
-def _group(delta: Any, sends: list[Send]) -> SendGroup:
+def _group(delta: Any, sends: list[Send], first_offset: int) -> SendGroup:
     req = sends[0].request
     builder: Any = req.builder
     api_key, version, controller_id = builder.api_key, builder.version, builder.controller_id
@@ -122,24 +127,26 @@ def _group(delta: Any, sends: list[Send]) -> SendGroup:
         delta.last_offset, delta.timestamp, api_key, version, controller_id, builder.controller_epoch,
         None if since is None or version < since else int(builder.update_type), _PARTITIONS[api_key](builder),
         frame_size(api_key, version, str(controller_id), len(shared.data)), bytes(shared.data), shared.epoch_offset,
-        tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends]),
+        tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends]), first_offset,
     )
 
 
-def send_groups(delta: Any, sends: Iterable[Send]) -> Iterator[SendGroup]:
+def send_groups(delta: Any, sends: Iterable[Send], first_offset: int | None = None) -> Iterator[SendGroup]:
     """The delivered sends of a delta (a Delta: last_offset, timestamp) as groups, in send order:
-    consecutive sends of one shared body and builder become one group; dropped sends are left out."""
+    consecutive sends of one shared body and builder become one group; dropped sends are left out.
+    first_offset: the delta's first offset (None: its last)."""
+    first = delta.last_offset if first_offset is None else first_offset
     group: list[Send] = []
     for send in sends:
         if send.dropped:
             continue
         if group and (send.request.shared is not group[0].request.shared
                       or send.request.builder is not group[0].request.builder):
-            yield _group(delta, group)
+            yield _group(delta, group, first)
             group = []
         group.append(send)
     if group:
-        yield _group(delta, group)
+        yield _group(delta, group, first)
 
 
 _EXPANDED = ("broker", "seq", "sha256", "frame")
@@ -152,6 +159,7 @@ def _row_base(group: SendGroup) -> dict[str, Any]:
         "api_version": group.api_version, "controller_id": group.controller_id,
         "controller_epoch": group.controller_epoch, "update_type": group.update_type, "partitions": group.partitions,
         "bytes": group.size, "sha256": None, "dropped": False, "frame": None,
+        "delta_first_offset": group.first_offset, "delta_last_offset": group.delta,
     }
 
 

@@ -58,6 +58,7 @@ def test_the_schema_has_exactly_the_contract_columns() -> None:
         ("controller_id", "int32", False), ("controller_epoch", "int32", False), ("update_type", "int8", True),
         ("partitions", "int32", False), ("bytes", "int64", False), ("sha256", "string", False),
         ("dropped", "bool", False), ("frame", "binary", True),
+        ("delta_first_offset", "int64", False), ("delta_last_offset", "int64", False),
     ]
 
 

@@ -1,0 +1,148 @@
+"""The records table's partitions: byte ranges of the log cut on batch boundaries, read in parallel.
+
+Rules of this module (record batch v2: DefaultRecordBatch.java:44-100, kafka-metadata-log-format.md 4):
+- Planning reads no record: ``cuts`` hops the 12-byte (baseOffset, batchLength) prefixes of the
+  segments (as spark_ranges.batch_cuts does) and cuts at the first batch start past every
+  ``unit_bytes``, remembering the batch before each cut.
+- A partition reads its range through the one reading loop (``History.reader``: the same
+  checks, snapshot trim and skip-corrupt rule as the replay), starting one batch early, at the
+  batch before its cut, and drops that batch's rows: the offset and epoch checks then meet the
+  partition's first batch in the state the sequential read has there (the batch before it
+  accepted), so a gap, an overlap or an epoch without a LeaderChange across a cut fails (or is
+  skipped) exactly as in one read. (If that earlier batch is itself corrupt and skipped, the
+  sequential read checks the next batch against nothing either: skipping explains the gap.)
+- A snapshot (fromSnapshot, or a .checkpoint input) is one partition read whole, before the log:
+  Snapshot.batches checks its header first and its footer last. Text inputs (JSON lines,
+  kafka-dump-log output) have no byte ranges: one partition.
+- A partition is plain values (``Part``), so it pickles small and the data source's planning
+  process (which has no SparkContext) can make it; everything ``read`` needs is in it.
+- Errors: what the reader raises (ReplayInputError: file, byte offset, reason) propagates as is.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pyarrow as pa
+
+from ..reading import Position, ReadFrom
+from ..sources import History, open_history
+from .options import TableOptions
+from .record_rows import ROWS_PER_BATCH, record_batches
+
+__all__ = ["MAX_PARTS", "Part", "cuts", "plan_parts", "read_part", "unit_bytes_for"]
+
+_PREFIX = struct.Struct(">qi")
+WINDOW = 1 << 20
+MIN_UNIT = 1 << 20
+MAX_UNIT = 64 << 20
+PARTS_PER_LOG = 16
+MAX_PARTS = 1024
+
+
+@attrs.frozen(slots=True)
+class Part:
+    """One partition: ``kind`` "snapshot", "text" or "log"; a log part reads from ``begin``
+    (the batch before its cut when ``overlap``) to ``stop`` (None: the end of the log)."""
+
+    index: int
+    kind: str
+    begin: Position = (0, 0)
+    stop: Position | None = None
+    overlap: bool = False
+
+
+def unit_bytes_for(total: int) -> int:
+    """About PARTS_PER_LOG partitions, each within [MIN_UNIT, MAX_UNIT] bytes."""
+    return max(MIN_UNIT, min(MAX_UNIT, total // PARTS_PER_LOG))
+
+
+def cuts(segments: list[str], unit_bytes: int, max_parts: int = MAX_PARTS) -> list[tuple[Position, Position]]:
+    """(cut, the batch before it): batch starts, one past every ``unit_bytes`` of input, at most
+    ``max_parts - 1``. A bad length ends the hop in that segment (the reader names it)."""
+    out: list[tuple[Position, Position]] = []
+    done, next_cut = 0, unit_bytes
+    prev: Position | None = None
+    unpack = _PREFIX.unpack_from
+    for seg, path in enumerate(segments):
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            buf, base, limit = b"", 0, -1
+            pos, last = 0, size - _PREFIX.size
+            while pos <= last:
+                if done + pos >= next_cut and prev is not None:
+                    out.append(((seg, pos), prev))
+                    if len(out) + 1 >= max_parts:
+                        return out
+                    next_cut = done + pos + unit_bytes
+                if pos > limit:
+                    f.seek(pos)
+                    buf, base = f.read(WINDOW), pos
+                    limit = pos + len(buf) - _PREFIX.size
+                    if limit < pos:
+                        break
+                length = unpack(buf, pos - base)[1]
+                if length <= 0:
+                    break
+                prev = (seg, pos)
+                pos += _PREFIX.size + length
+        done += size
+    return out
+
+
+def open_table(options: TableOptions) -> History:
+    """The history the table reads (sources.open_history: its checks and one-line errors)."""
+    return open_history(options.path, from_snapshot=options.from_snapshot, skip_corrupt=options.skip_corrupt)
+
+
+def plan_parts(options: TableOptions) -> list[Part]:
+    """The partitions of the table (module rules)."""
+    history = open_table(options)
+    parts: list[Part] = []
+    if history.snapshot is not None:
+        parts.append(Part(0, "snapshot"))
+    if history.kind in ("jsonl", "dump") and history.snapshot is None:
+        return [Part(0, "text")]
+    segments = [] if history.snapshot is not None and history.snapshot.path == history.source else history.segments
+    if history.kind in ("jsonl", "dump") or not segments:
+        return parts
+    total = sum(os.path.getsize(s) for s in segments)
+    unit = options.unit_bytes or unit_bytes_for(total)
+    begins: list[tuple[Position, Position | None]] = [((0, 0), None), *cuts(segments, unit)]
+    for i, (begin, before) in enumerate(begins):
+        stop = begins[i + 1][0] if i + 1 < len(begins) else None
+        start = before if before is not None else begin
+        parts.append(Part(len(parts), "log", start, stop, before is not None))
+    return parts
+
+
+def read_part(options: TableOptions, part: Part, rows: int = ROWS_PER_BATCH) -> Iterator[pa.RecordBatch]:
+    """The Arrow record batches of one partition (module rules)."""
+    history = open_table(options)
+    noops = options.include_noops
+    if part.kind == "snapshot":
+        yield from record_batches(history.snapshot_batches(), include_noops=noops, snapshot=True, rows=rows)
+        return
+    if part.kind == "text":
+        yield from record_batches(history.batches(), include_noops=noops, rows=rows)
+        return
+    reader = history.reader(ReadFrom(*part.begin), part.stop)
+    batches = iter(reader)
+    if part.overlap:
+        seg, pos = part.begin
+        source = history.segments[seg]
+        batches = _after_first(batches, source, pos)
+    yield from record_batches(batches, include_noops=noops, rows=rows)
+
+
+def _after_first(batches: Iterator[Any], source: str, position: int) -> Iterator[Any]:
+    """The batches without the one read only to set the checks (it belongs to the part before)."""
+    for batch in batches:
+        if not (batch.position == position and batch.source == source):
+            yield batch
+        break
+    yield from batches
