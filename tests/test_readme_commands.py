@@ -41,7 +41,9 @@ def test_the_readme_has_commands_and_skips_only_the_test_command() -> None:
 
 
 def test_readme_commands_run_as_written(tmp_path: Path) -> None:
-    lines = ["set -euo pipefail"]
+    # as on a fresh machine: what an earlier run left under /tmp/ctrlbatch-* goes first
+    # (generate-log refuses a directory that already holds a log, as it should)
+    lines = ["set -euo pipefail", "rm -rf /tmp/ctrlbatch-out /tmp/ctrlbatch-synthetic /tmp/ctrlbatch-elr /tmp/ctrlbatch-dist"]
     for number, command in readme_commands():
         if command.strip() in SKIPPED:
             continue
