@@ -487,13 +487,12 @@ class ControllerBrokerRequestBatch:
                     raise TypeError(f"entries[{index}]: {e}") from None
                 raise
             for broker_id in targets:
-                if broker_id in requests:
-                    inner = requests[broker_id]
-                else:
+                inner = requests.get(broker_id)
+                if inner is None:
                     inner = requests[broker_id] = {}
                 if is_new:
                     new_brokers.add(broker_id)
-                elif broker_id in new_brokers:
+                elif new_brokers and broker_id in new_brokers:
                     prev = inner.get(tp)
                     if prev is not None and prev.is_new:
                         inner[tp] = attrs.evolve(state, is_new=True)  # sticky (CCM:424)

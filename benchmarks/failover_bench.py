@@ -75,7 +75,7 @@ class _Counter:
         self.bytes += sum(len(p) for p in parts)
 
 
-def run_once(partitions: int, brokers: int, repeat: int, pause_gc: bool) -> dict[str, list[float]]:
+def run_once(partitions: int, brokers: int, repeat: int, pause_gc: bool, single_adds: bool = False) -> dict[str, list[float]]:
     """In this process: build the context, then run the scenario `repeat` times (with the
     cyclic garbage collector held off around each run when pause_gc)."""
     import contextlib
@@ -96,7 +96,7 @@ def run_once(partitions: int, brokers: int, repeat: int, pause_gc: bool) -> dict
         pause = gc_paused() if pause_gc else contextlib.nullcontext()
         pause.__enter__()
         w0, c0 = time.perf_counter(), time.process_time()
-        batch = failover(ctx, entries, c, transport)
+        batch = failover(ctx, entries, c, transport, single_adds=single_adds)
         w1 = time.perf_counter()
         batch.send_requests_to_brokers(c.controller_epoch)
         w2 = time.perf_counter()
@@ -154,10 +154,12 @@ def kio_once(partitions: int, repeat: int) -> dict[str, list[float]]:
     return runs
 
 
-def in_subprocess(partitions: int, brokers: int, repeat: int, pause_gc: bool = False, kio: bool = False) -> dict[str, list[float]]:
+def in_subprocess(
+    partitions: int, brokers: int, repeat: int, pause_gc: bool = False, kio: bool = False, single_adds: bool = False
+) -> dict[str, list[float]]:
     mode = "--kio-child" if kio else "--child"
     out = subprocess.run(
-        [sys.executable, __file__, mode, str(partitions), str(brokers), str(repeat), str(int(pause_gc))],
+        [sys.executable, __file__, mode, str(partitions), str(brokers), str(repeat), str(int(pause_gc)), str(int(single_adds))],
         check=True, capture_output=True, text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -165,7 +167,7 @@ def in_subprocess(partitions: int, brokers: int, repeat: int, pause_gc: bool = F
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        print(json.dumps(run_once(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1")))
+        print(json.dumps(run_once(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6] == "1")))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--kio-child":
         print(json.dumps(kio_once(int(sys.argv[2]), int(sys.argv[4]))))
@@ -173,19 +175,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=200_000, help="partitions (default: %(default)s)")
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per configuration (default: %(default)s)")
+    ap.add_argument("--single-adds", action="store_true", help="one single add per partition instead of the bulk add")
     ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
     load_start = os.getloadavg()
     # kio's runs before and after ours, pooled, so that a change in the machine's load hits both.
     k1 = in_subprocess(args.partitions, 100, -(-args.repeat // 2), kio=True)
-    r100 = in_subprocess(args.partitions, 100, args.repeat)
+    r100 = in_subprocess(args.partitions, 100, args.repeat, single_adds=args.single_adds)
     k2 = in_subprocess(args.partitions, 100, args.repeat // 2 or 1, kio=True)
     rk = {k: k1[k] + k2[k] for k in ("total", "cpu_total")}
-    r100p = in_subprocess(args.partitions, 100, args.repeat, pause_gc=True)
-    r10 = in_subprocess(args.partitions, 10, 1)
+    r100p = in_subprocess(args.partitions, 100, args.repeat, pause_gc=True, single_adds=args.single_adds)
+    r10 = in_subprocess(args.partitions, 10, 1, single_adds=args.single_adds)
     load_end = os.getloadavg()
     med = statistics.median
-    print(f"failover: {args.partitions:,} partitions, RF 3, IBP 3.9-IV0 (median of {args.repeat} runs, min-max); "
+    adds = "single adds" if args.single_adds else "bulk add"
+    print(f"failover: {args.partitions:,} partitions, RF 3, IBP 3.9-IV0, {adds} (median of {args.repeat} runs, min-max); "
           f"{_processor()}, {os.cpu_count()} CPUs, load average {load_start[0]:.2f} -> {load_end[0]:.2f}")
     for name, r in (("100 brokers", r100), ("100, gc off", r100p), ("10 brokers", r10)):
         print(
@@ -210,7 +214,7 @@ def main() -> None:
         f"{kio_cpu_ratio:.2f}x CPU (medians; wall <= {TARGET_KIO_RATIO}x: {verdict})"
     )
     figures = [Figure(
-        what=f"failover batch, {args.partitions:,} partitions, 100 brokers, all frames, default gc, vs one "
+        what=f"failover batch ({adds}), {args.partitions:,} partitions, 100 brokers, all frames, default gc, vs one "
              f"UpdateMetadata encode by kio, median of {args.repeat}",
         value=med(r100["total"]), unit="s", min=min(r100["total"]), median=med(r100["total"]), max=max(r100["total"]),
         peer="kio 0.5.0, one UpdateMetadata v8", peer_value=med(rk["total"]), ratio=kio_ratio, ratio_of="medians",
