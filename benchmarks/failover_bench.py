@@ -13,14 +13,19 @@ brokers for the same partitions. Targets: whole scenario <= 2.0 s (median) on on
 default garbage collection; memory(100 brokers) <= 1.1x memory(10 brokers).
 The 100-broker run is timed twice: with CPython's default garbage collection, and inside
 ctrlbatch.batch.gc_paused() (the collector held off for the batch; see batch/gc_pause.py),
-which is the peer measured in the same run: the ratio between the two is the collector's cost.
+which is the peer measured in the same run. A gc_paused() run is charged the collection it held
+off: gc.collect(1) right after the pause (the young generations, where everything the run made
+and still holds sits), timed into it; so the ratio between the two says what holding the
+collector off saves while the batch's requests are still held (issue 26: nothing, 0.69x at load 3).
 
 The peer of the whole scenario (issue 26): kio 0.5.0 encoding ONE UpdateMetadata v8 of the same
 partitions (the very message the batch sends, its states and live brokers converted to kio's
 entities, checked to give the same bytes), timed in a process of its own with the default garbage
 collection, median of --repeat runs, measured before and after ours (its runs pooled). Target:
-the whole scenario (accumulate + build + encode, 100 brokers, default gc) within 1.2x of it, wall
-time of the medians; the CPU-time ratio is printed beside it (less disturbed by other load).
+the whole scenario (accumulate + build + encode, 100 brokers, default gc) within 1.2x of it, in
+CPU time of the medians (both are one thread, so on a quiet machine CPU time is wall time; on a
+loaded one wall time also counts waiting for a core, and kio's and our runs wait differently);
+the wall-time ratio is printed beside it.
 The accumulation uses the bulk add (add_leader_and_isr_requests_for_partitions), as the demo
 does; --single-adds times the same scenario with one add_leader_and_isr_request_for_brokers
 call per partition instead.
@@ -104,10 +109,15 @@ def run_once(partitions: int, brokers: int, repeat: int, pause_gc: bool, single_
         transport.drain(str(c.controller_id), total.on_frame)
         w3, c3 = time.perf_counter(), time.process_time()
         pause.__exit__(None, None, None)
+        deferred = deferred_cpu = 0.0
+        if pause_gc:  # the collections held off, charged to the run: the young generations, as next due
+            d0, dc0 = time.perf_counter(), time.process_time()
+            gc.collect(1)
+            deferred, deferred_cpu = time.perf_counter() - d0, time.process_time() - dc0
         peak = max(peak, _rss_kib("VmHWM") - base) if i == 0 else peak
         run = {
-            "accumulate": w1 - w0, "build": w2 - w1, "encode": w3 - w2, "total": w3 - w0,
-            "cpu_total": c3 - c0, "bytes": float(total.bytes),
+            "accumulate": w1 - w0, "build": w2 - w1, "encode": w3 - w2, "total": w3 - w0 + deferred,
+            "cpu_total": c3 - c0 + deferred_cpu, "deferred_gc": deferred, "bytes": float(total.bytes),
             "requests": float(sum(len(q) for q in transport.queues.values())),
         }
         for k, v in run.items():
@@ -207,18 +217,30 @@ def main() -> None:
     )
     kio_ratio = med(r100["total"]) / med(rk["total"])
     kio_cpu_ratio = med(r100["cpu_total"]) / med(rk["cpu_total"])
+    paused_cpu_ratio = med(r100p["cpu_total"]) / med(rk["cpu_total"])
     print("targets:")
-    verdict = "met" if kio_ratio <= TARGET_KIO_RATIO else "NOT met"
+    verdict = "met" if kio_cpu_ratio <= TARGET_KIO_RATIO else "NOT met"
     print(
-        f"  whole scenario, 100 brokers, default gc / kio's one-message encode: {kio_ratio:.2f}x wall, "
-        f"{kio_cpu_ratio:.2f}x CPU (medians; wall <= {TARGET_KIO_RATIO}x: {verdict})"
+        f"  whole scenario, 100 brokers, default gc / kio's one-message encode: {kio_cpu_ratio:.2f}x CPU, "
+        f"{kio_ratio:.2f}x wall (medians; CPU <= {TARGET_KIO_RATIO}x: {verdict}); in gc_paused(), the held-off "
+        f"collection included: {paused_cpu_ratio:.2f}x CPU"
     )
+    kio_peer = "kio 0.5.0, one UpdateMetadata v8"
     figures = [Figure(
-        what=f"failover batch ({adds}), {args.partitions:,} partitions, 100 brokers, all frames, default gc, vs one "
-             f"UpdateMetadata encode by kio, median of {args.repeat}",
+        what=f"failover batch ({adds}), {args.partitions:,} partitions, 100 brokers, all frames, default gc, CPU time, "
+             f"vs one UpdateMetadata encode by kio, median of {args.repeat}",
+        value=med(r100["cpu_total"]), unit="s", min=min(r100["cpu_total"]), median=med(r100["cpu_total"]),
+        max=max(r100["cpu_total"]), peer=kio_peer, peer_value=med(rk["cpu_total"]), ratio=kio_cpu_ratio,
+        ratio_of="medians", target=f"ratio <= {TARGET_KIO_RATIO}x", met=kio_cpu_ratio <= TARGET_KIO_RATIO,
+    ), Figure(
+        what=f"the same, wall time (loaded machine: includes waiting for a core), median of {args.repeat}",
         value=med(r100["total"]), unit="s", min=min(r100["total"]), median=med(r100["total"]), max=max(r100["total"]),
-        peer="kio 0.5.0, one UpdateMetadata v8", peer_value=med(rk["total"]), ratio=kio_ratio, ratio_of="medians",
-        target=f"ratio <= {TARGET_KIO_RATIO}x", met=kio_ratio <= TARGET_KIO_RATIO,
+        peer=kio_peer, peer_value=med(rk["total"]), ratio=kio_ratio, ratio_of="medians",
+    ), Figure(
+        what=f"the same in gc_paused(), CPU time, the held-off collection included, median of {args.repeat}",
+        value=med(r100p["cpu_total"]), unit="s", min=min(r100p["cpu_total"]), median=med(r100p["cpu_total"]),
+        max=max(r100p["cpu_total"]), peer=kio_peer, peer_value=med(rk["cpu_total"]), ratio=paused_cpu_ratio,
+        ratio_of="medians",
     )]
     for label, r in (("default gc", r100), ("gc_paused()", r100p)):
         total = r["total"]
@@ -233,7 +255,7 @@ def main() -> None:
             value=med(total), unit="s", min=min(total), median=med(total), max=max(total),
             target=f"median <= {TARGET_S} s", met=med(total) <= TARGET_S,
         ))
-    figures[1] = attrs.evolve(figures[1], peer="in gc_paused()", peer_value=med(r100p["total"]), ratio=gc_ratio,
+    figures[3] = attrs.evolve(figures[3], peer="in gc_paused()", peer_value=med(r100p["total"]), ratio=gc_ratio,
                               ratio_of="medians")
     verdict = "met" if ratio <= TARGET_MEMORY_RATIO else "NOT met"
     print(f"  batch memory 100 vs 10 brokers: {ratio:.3f}x (<= {TARGET_MEMORY_RATIO}x: {verdict})")
