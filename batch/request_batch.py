@@ -7,6 +7,9 @@ Rules (kafka-controller-batch-semantics.md, cited CCM:line):
 - Every LeaderAndIsr add schedules UpdateMetadata for that partition to all live-or-shutting-down
   brokers, from the context's leadership (CCM:446). One UpdateMetadata partition map is shared.
 - is_new and delete_partition are sticky within a batch; every other field: the last add wins.
+- add_leader_and_isr_requests_for_partitions (beyond Kafka) is a run of LeaderAndIsr adds in one
+  call: each entry is the single add's arguments and the batch ends exactly as after those adds
+  in order (same states, sticky flags, order and bytes; tests/batch/test_bulk_add.py).
 - send_requests_to_brokers runs LeaderAndIsr, UpdateMetadata, StopReplica (delete, then
   non-delete below v3); each phase clears its maps when done; any failure is re-raised as
   IllegalStateError with the cause, leaving the unsent maps for clear().
