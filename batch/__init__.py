@@ -3,6 +3,7 @@
     batch = ControllerBrokerRequestBatch(controller_id, context, "3.9-IV0", transport)
     batch.new_batch()
     batch.add_leader_and_isr_request_for_brokers(broker_ids, tp, leadership, assignment, is_new=False)
+    batch.add_leader_and_isr_requests_for_partitions([(broker_ids, tp, leadership, assignment, False), ...])
     batch.send_requests_to_brokers(controller_epoch)
 
 The context is any ControllerChannelContext (ctrlbatch.context.ControllerContext, or your own).

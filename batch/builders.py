@@ -193,6 +193,55 @@ def _topic_head(version: int, topic: str, topic_id: uuid.UUID) -> bytes:
     return without_empty_last_array(_lair_layout(version).encode_topic(empty), LeaderAndIsrRequest.is_flexible(version))
 
 
+def _append_topic_runs(
+    out: list[bytes], states: Sequence[LeaderAndIsrPartitionState], topic_ids: dict[str, uuid.UUID],
+    heads: dict[str, bytes], state_bytes: dict[int, bytes], layout: _LeaderAndIsrLayout, version: int,
+) -> bool:
+    """LeaderAndIsr v2+'s TopicStates array appended to `out` in one pass over the states, when
+    each topic's states are one run (a batch adds a topic's partitions together): each run's
+    count is put in when it ends, with no list per topic (a failover send made 200,000 of them,
+    and the collector walked them). False, with `out` as it was, when a topic comes back after
+    another: then encode_body groups them (_group_by_topic), topics in first-seen order."""
+    flexible = layout.body.flexible
+    counts = layout.counts
+    tail = layout.topic_tail
+    enc_state = layout.encode_state
+    known = state_bytes.get
+    ap = out.append
+    start = len(out)
+    ap(b"")  # the number of topics, put in at the end
+    seen: set[str] = set()
+    topic: str | None = None
+    count_at = n = 0
+    for s in states:
+        t = s.topic_name
+        if t != topic:
+            if topic is not None:
+                out[count_at] = counts[n] if n < _COUNTS else array_count(n, flexible)
+                ap(tail)
+            if t in seen:
+                del out[start:]
+                return False
+            seen.add(t)
+            head = heads.get(t)
+            if head is None:
+                head = heads[t] = _topic_head(version, t, topic_ids.get(t, ZERO_UUID))
+            ap(head)
+            count_at = len(out)
+            ap(b"")
+            topic, n = t, 0
+        b = known(id(s))
+        if b is None:
+            b = state_bytes[id(s)] = enc_state(s)
+        ap(b)
+        n += 1
+    if topic is not None:
+        out[count_at] = counts[n] if n < _COUNTS else array_count(n, flexible)
+        ap(tail)
+    out[start] = array_count(len(seen), flexible)
+    return True
+
+
 def _builder_repr(self: Any) -> str:
     """Short whatever the size: the states are counted, not shown."""
     if isinstance(self, StopReplicaBuilder):
@@ -245,12 +294,15 @@ class LeaderAndIsrBuilder:
         enc_state = layout.encode_state
         states = self.partition_states
         if version >= 2:
-            groups = _group_by_topic(states)
-            ap(array_count(len(groups), flexible))
             topic_ids = self.topic_ids
             heads = parts.topic_heads
             tail = layout.topic_tail
             counts = layout.counts
+            if _append_topic_runs(out, states, topic_ids, heads, parts.state_bytes, layout, version):
+                groups: dict[str, list[LeaderAndIsrPartitionState]] = {}
+            else:
+                groups = _group_by_topic(states)
+                ap(array_count(len(groups), flexible))
             for topic, group in groups.items():
                 head = heads.get(topic)
                 if head is None:

@@ -7,6 +7,9 @@ Rules (kafka-controller-batch-semantics.md, cited CCM:line):
 - Every LeaderAndIsr add schedules UpdateMetadata for that partition to all live-or-shutting-down
   brokers, from the context's leadership (CCM:446). One UpdateMetadata partition map is shared.
 - is_new and delete_partition are sticky within a batch; every other field: the last add wins.
+- add_leader_and_isr_requests_for_partitions (beyond Kafka) is a run of LeaderAndIsr adds in one
+  call: each entry is the single add's arguments and the batch ends exactly as after those adds
+  in order (same states, sticky flags, order and bytes; tests/batch/test_bulk_add.py).
 - send_requests_to_brokers runs LeaderAndIsr, UpdateMetadata, StopReplica (delete, then
   non-delete below v3); each phase clears its maps when done; any failure is re-raised as
   IllegalStateError with the cause, leaving the unsent maps for clear().
@@ -168,6 +171,8 @@ def umr_state_from_view(tp: TopicPartition, view: tuple[Any, ...]) -> UpdateMeta
 
 
 MetadataVersionArg = MetadataVersion | str | Callable[[], MetadataVersion]
+LeaderAndIsrEntry = tuple[Iterable[int], TopicPartition, LeaderIsrAndControllerEpoch, ReplicaAssignment, bool]
+"""One partition of add_leader_and_isr_requests_for_partitions: add_leader_and_isr_request_for_brokers's arguments."""
 ContextArg = ControllerChannelContext | Callable[[], ControllerChannelContext]
 
 
@@ -406,7 +411,115 @@ class ControllerBrokerRequestBatch:
         if version != self._membership_seen:
             self._add_brokers(ctx.live_or_shutting_down_broker_ids)  # type: ignore[union-attr]
             self._membership_seen = version
-        self._add_update_metadata_partition(topic_partition)
+        # _add_update_metadata_partition, inline (two calls less on the hot path)
+        view = self._view(topic_partition)
+        if view is None:
+            _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", topic_partition)
+            return
+        info, replicas, offline, queued = view
+        lai = info.leader_and_isr
+        if queued:
+            leader, leader_epoch, partition_epoch = LeaderAndIsr.LEADER_DURING_DELETE, 0, 0
+        else:
+            leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
+        self.update_metadata_request_partition_info_map[topic_partition] = _make_umr_state(
+            topic_partition.topic, topic_partition.partition, info.controller_epoch, leader, leader_epoch, lai.isr,
+            partition_epoch, replicas, offline,
+        )
+
+    def add_leader_and_isr_requests_for_partitions(self, entries: Iterable[LeaderAndIsrEntry]) -> None:
+        """add_leader_and_isr_request_for_brokers for many partitions in one call, without a
+        call's overhead per partition. Each entry is that method's arguments, (broker_ids,
+        topic_partition, leader_isr_and_controller_epoch, replica_assignment, is_new); the batch
+        ends exactly as after those single adds in this order: the same states (is_new sticky),
+        UpdateMetadata brokers and partitions, order, and so the same bytes. entries is read once,
+        in order, and the batch must not be used meanwhile. Each entry is checked before it is
+        stored; a bad one raises naming its index, and the entries before it stay added, as after
+        the same single adds (the controller then clears the batch, as after any failed add)."""
+        ctx = self.metadata_instance
+        if ctx is None:
+            self._ctx()
+        if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
+            raise TypeError(
+                "entries must be an iterable of (broker_ids, topic_partition, leader_isr_and_controller_epoch, "
+                f"replica_assignment, is_new) tuples, not {type_name(entries)} {entries!r:.80}"
+            )
+        hints = self._hints
+        view_of = self._view
+        gate = self._recovery_gate
+        requests = self.leader_and_isr_request_map
+        new_brokers = self._lair_new_brokers
+        umr_map = self.update_metadata_request_partition_info_map
+        make_lair = _make_lair_state
+        make_umr = _make_umr_state
+        during_delete = LeaderAndIsr.LEADER_DURING_DELETE
+        index = -1
+        for entry in entries:
+            index += 1
+            try:
+                broker_ids, tp, leadership, assignment, is_new = entry
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"entries[{index}] must be a (broker_ids, topic_partition, leader_isr_and_controller_epoch, "
+                    f"replica_assignment, is_new) tuple, not {type_name(entry)} {entry!r:.80}"
+                ) from None
+            if is_new is not True and is_new is not False:
+                raise TypeError(f"entries[{index}]: is_new must be a bool, not {type_name(is_new)} {is_new!r:.80}")
+            try:  # as the single add: a replica list is checked by min() in C
+                valid = type(broker_ids) is tuple and min(broker_ids) >= 0
+            except (TypeError, ValueError):
+                valid = False
+            if valid:
+                targets = broker_ids
+            else:
+                try:
+                    targets = broker_targets(broker_ids)
+                except TypeError as e:
+                    raise TypeError(f"entries[{index}]: {e}") from None
+            try:
+                lai = leadership.leader_and_isr
+                state = make_lair(
+                    tp.topic, tp.partition, leadership.controller_epoch, lai.leader, lai.leader_epoch, lai.isr,
+                    lai.partition_epoch, assignment.replicas, assignment.adding_replicas,
+                    assignment.removing_replicas, is_new, int(lai.leader_recovery_state) if gate else 0,
+                )
+            except AttributeError:
+                try:
+                    check_lair_inputs(tp, leadership, assignment)
+                except TypeError as e:
+                    raise TypeError(f"entries[{index}]: {e}") from None
+                raise
+            for broker_id in targets:
+                inner = requests.get(broker_id)
+                if inner is None:
+                    inner = requests[broker_id] = {}
+                if is_new:
+                    new_brokers.add(broker_id)
+                elif new_brokers and broker_id in new_brokers:
+                    prev = inner.get(tp)
+                    if prev is not None and prev.is_new:
+                        inner[tp] = attrs.evolve(state, is_new=True)  # sticky (CCM:424)
+                        continue
+                inner[tp] = state
+            version = hints.broker_membership_version
+            if version != self._membership_seen:
+                self._add_brokers(ctx.live_or_shutting_down_broker_ids)  # type: ignore[union-attr]
+                self._membership_seen = version
+            view = view_of(tp)
+            if view is None:
+                _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
+                continue
+            info, replicas, offline, queued = view
+            lai = info.leader_and_isr
+            if queued:
+                umr_map[tp] = make_umr(
+                    tp.topic, tp.partition, info.controller_epoch, during_delete, 0, lai.isr, 0, replicas, offline
+                )
+            else:
+                umr_map[tp] = make_umr(
+                    tp.topic, tp.partition, info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr,
+                    lai.partition_epoch, replicas, offline,
+                )
 
     def add_update_metadata_request_for_brokers(
         self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()

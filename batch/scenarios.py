@@ -93,11 +93,19 @@ def failover(
     c: Cluster,
     transport: Any,
     metadata_version: MetadataVersion = MetadataVersion.IBP_3_9_IV0,
+    *,
+    single_adds: bool = False,
 ) -> ControllerBrokerRequestBatch:
-    """Accumulate the failover batch (LeaderAndIsr for every partition to its replicas)."""
+    """Accumulate the failover batch (LeaderAndIsr for every partition to its replicas) with one
+    bulk add (add_leader_and_isr_requests_for_partitions), or one single add per partition."""
     batch = ControllerBrokerRequestBatch(c.controller_id, ctx, metadata_version, transport)
     batch.new_batch()
-    add = batch.add_leader_and_isr_request_for_brokers
-    for tp, leadership, assignment in entries:
-        add(assignment.replicas, tp, leadership, assignment, False)
+    if single_adds:
+        add = batch.add_leader_and_isr_request_for_brokers
+        for tp, leadership, assignment in entries:
+            add(assignment.replicas, tp, leadership, assignment, False)
+    else:
+        batch.add_leader_and_isr_requests_for_partitions(
+            (assignment.replicas, tp, leadership, assignment, False) for tp, leadership, assignment in entries
+        )
     return batch

@@ -10,6 +10,7 @@ Callbacks receive the decoded response message.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -21,6 +22,8 @@ from ctrlbatch.requests.model import Message
 from .builders import Builder, SharedBody
 
 ResponseCallback = Callable[[Any], None]
+_CORRELATION_ID = struct.Struct(">i")
+_ID_AT = 8  # the correlation id in a frame: after the size prefix, api key and api version (every header version)
 
 
 @attrs.define(slots=True, eq=False, repr=False)
@@ -31,6 +34,7 @@ class OutboundRequest:
     broker_epoch: int
     shared: SharedBody
     _body: Message | None = attrs.field(default=None, repr=False)
+    _frame: tuple[str | None, bytes, bytes, list[bytes | memoryview]] | None = attrs.field(default=None, repr=False)
 
     def __repr__(self) -> str:
         """Short whatever the size: api, version, epoch, body size (the states are in .body)."""
@@ -63,9 +67,19 @@ class OutboundRequest:
         return len(self.shared.data)
 
     def encode_parts(self, correlation_id: int, client_id: str | None) -> list[bytes | memoryview]:
-        """The frame as buffers: size prefix and header, then the body (views of shared bytes)."""
-        head = request_head(self.api_key, self.version, correlation_id, client_id, len(self.shared.data))
-        return [head, *self.shared.pieces(self.broker_epoch)]
+        """The frame as buffers: size prefix and header, then the body (views of shared bytes).
+        Everything but the correlation id is made on the first call and kept (a try that is
+        retried, and the channel's every try, reuse it): the header around the id and the body's
+        pieces, which are the same for every try of this request."""
+        kept = self._frame
+        if kept is None or kept[0] != client_id:
+            head = request_head(self.api_key, self.version, 0, client_id, len(self.shared.data))
+            kept = self._frame = (client_id, head[:_ID_AT], head[_ID_AT + 4 :], self.shared.pieces(self.broker_epoch))
+        try:
+            correlation = _CORRELATION_ID.pack(correlation_id)
+        except struct.error:  # request_head names the field in its EncodeError
+            return [request_head(self.api_key, self.version, correlation_id, client_id, len(self.shared.data))]
+        return [kept[1], correlation, kept[2], *kept[3]]
 
     def encode(self, correlation_id: int, client_id: str | None) -> bytes:
         """The whole size-prefixed frame."""

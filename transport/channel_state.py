@@ -23,6 +23,8 @@ Rules (Kafka 3.9 RequestSendThread, kafka-controller-channel.md §3, §4, §5):
   8.2 to 3.8 us (timeit, load 2.5), from 24% to 8% of the channel thread's py-spy samples; with
   the sender changes of async_channel.py the channel's CPU per round trip with 50 brokers fell
   from 55 to 39-46 us, 0.51x -> 0.75-0.79x the minimal asyncio client (channel_bench.py, load 3-7).
+  A small answer seen before (its bytes after the correlation id) is not decoded again: its
+  kept body is returned (bounded, see _KNOWN_FRAMES; issue 26).
 - abandon() (broker removed, channel shut down) clears the queue and the current item: no
   callback runs for them.
 - No clock and no I/O here: callers pass `now` (seconds) and carry out the actions.
@@ -66,6 +68,13 @@ CONTROL_API_KEYS = frozenset({4, 5, 6})
 _MIN_RESERVED_CORRELATION_ID = 2**31 - 1 - 7
 _CORRELATION = struct.Struct(">i")
 _response_decoders: dict[tuple[int, int], Callable[[bytes], Any]] = {}
+# Small answers repeat byte for byte (an UpdateMetadata answer is its error code: nearly always
+# NONE), so each (api key, version) keeps the bodies of the first _KNOWN_FRAMES distinct small
+# frames (header tags and body, up to _KNOWN_FRAME_BYTES) it decoded, under those bytes. A body
+# is a frozen value of tuples and ints (its unknown tagged fields too), a function of the bytes
+# at that version, so the kept one equals a fresh decoding; only well-formed frames are kept.
+_KNOWN_FRAME_BYTES = 64
+_KNOWN_FRAMES = 256
 
 
 def _decode_response(frame: bytes, api_key: int, version: int) -> Any:
@@ -87,8 +96,15 @@ def _response_decoder(api_key: int, version: int) -> Callable[[bytes], Any]:
     decode_body = cls.decode_prefix
     # The header is the correlation id (checked by on_frame), then in v1 the tagged fields.
     body_at = 4 if header_version == 0 else 5
+    known: dict[bytes, Any] = {}  # small frames' bytes after the correlation id -> their body
 
     def decode(frame: bytes) -> Any:
+        small = len(frame) <= _KNOWN_FRAME_BYTES
+        if small:
+            after_id = frame[4:]
+            body = known.get(after_id)
+            if body is not None:
+                return body
         if body_at == 4 or frame[4:5] == b"\x00":
             try:
                 body, end = decode_body(frame, version, body_at)
@@ -96,6 +112,8 @@ def _response_decoder(api_key: int, version: int) -> Callable[[bytes], Any]:
                 pass
             else:
                 if end == len(frame):
+                    if small and len(known) < _KNOWN_FRAMES:
+                        known[after_id] = body
                     return body
         return _decode_checked(frame, cls, header_version, version)
 
@@ -176,9 +194,13 @@ def next_correlation_id(current: int) -> int:
     return 0 if following >= _MIN_RESERVED_CORRELATION_ID else following
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class QueueItem:
-    """A queued request: Kafka's QueueItem(apiKey, builder, callback, enqueueTimeMs)."""
+    """A queued request: Kafka's QueueItem(apiKey, builder, callback, enqueueTimeMs).
+
+    Slotted but not frozen, like TryResult: one is made per request (per answer), and a frozen
+    class's __init__ sets each field through object.__setattr__ (5% of the channel thread's
+    py-spy samples with 50 brokers, issue 26). Nothing changes one after it is made."""
 
     request: Sendable
     callback: Callable[[Any], None] | None
@@ -200,9 +222,9 @@ class BrokerCounters:
     bytes_received: int = 0
 
 
-@attrs.frozen
+@attrs.define(eq=False)
 class TryResult:
-    """What on_frame found: the ending, and the response when it was answered."""
+    """What on_frame found: the ending, and the response when it was answered (never changed)."""
 
     ending: Ending
     response: Any = None
