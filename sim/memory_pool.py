@@ -1,18 +1,16 @@
 """MemoryPool: the request bytes a server process may hold at once (Kafka's queued.max.request.bytes).
 
-Rules (SocketServer's memory pool, kafka-controller-channel.md §6.2):
-- A connection reserves a frame's whole size as soon as it has read the frame's size prefix, and
-  releases it once the frame is decoded (Kafka releases a request's buffer after parsing it). A
-  reservation that does not fit waits; its connection stops being read meanwhile, so its bytes
-  stay in the kernel's socket buffer: nothing is lost.
-- A reservation that fits is granted at once, even while bigger ones wait: a client holding a
-  partial frame of 99 MiB cannot keep small requests out. Waiters are granted in arrival order as
-  memory comes back, each one that fits (Kafka retries muted connections in no set order). A big
-  waiter is not starved for long: other reservations are released as soon as their frames are
-  decoded, and idle connections that hold a partial frame are closed (connections.max.idle.ms).
-- A reservation larger than the whole budget is granted when nothing else is held, so a frame up
-  to socket.request.max.bytes is always served eventually. (Kafka's pool is not strict: it lets the
-  held bytes overshoot by one request; this one never overshoots unless the pool is empty.)
+Rules (SocketServer's memory pool, kafka-controller-channel.md §6.2; server.py says what is charged):
+- ``take(size)`` always admits (the held bytes may go over the capacity): server.py takes small
+  frames so, and what they cost, so that a heartbeat or a registration never waits behind big
+  requests (Kafka's pool has no such class; it lets every reservation wait).
+- ``reserve(size, owner, on_granted)``: a reservation that fits is granted at once, even while
+  bigger ones wait. Waiters are granted in arrival order as memory comes back, each one that fits
+  (Kafka retries muted connections in no set order). A reservation larger than the whole budget is
+  granted when nothing else is held, so a frame up to socket.request.max.bytes is always served
+  eventually. (Kafka's pool is not strict: it lets the held bytes overshoot by one request; this
+  one never overshoots through ``reserve`` unless the pool is empty.) A waiting owner's connection
+  stops being read meanwhile, so its bytes stay in the kernel's socket buffer: nothing is lost.
 - ``capacity`` -1 means no budget (Kafka's default for queued.max.request.bytes).
 - Sans-I/O and single-threaded: the loop's thread calls it; a grant runs the waiter's callback.
 """
@@ -67,6 +65,12 @@ class MemoryPool:
         self._waiting[owner] = (size, on_granted)
         self.waits += 1
         return False
+
+    def take(self, size: int) -> None:
+        """Hold ``size`` bytes now, whatever is held (small frames: see the module rules)."""
+        if size < 0:
+            raise ValueError(f"size must be >= 0, got {size}")
+        self._take(size)
 
     def release(self, size: int) -> None:
         if not 0 <= size <= self.held:

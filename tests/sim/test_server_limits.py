@@ -97,15 +97,15 @@ def test_a_closed_connection_gives_back_what_it_held_or_waited_for() -> None:
         pool = b.server.pool
         a = await FrameClient.connect(b.host, b.port)
         w = await FrameClient.connect(b.host, b.port)
-        await a.send_raw(struct.pack(">i", 900) + bytes(100))
-        await until(lambda: pool.held == 900)
-        await w.send_raw(struct.pack(">i", 900))
+        await a.send_raw(struct.pack(">i", 40_000) + bytes(100))  # big frames (> SMALL_FRAME_BYTES) wait
+        await until(lambda: pool.held == 40_000)
+        await w.send_raw(struct.pack(">i", 40_000))
         await until(lambda: pool.waiting == 1)
         await w.close()  # unnoticed while w is not read (as in Kafka, whose muted channels are not polled)
         await a.close()
         await until(lambda: pool.held == 0 and pool.waiting == 0 and not b.server.connections)
 
-    run(body, limits=ServerLimits(queued_max_request_bytes=1000))
+    run(body, limits=ServerLimits(queued_max_request_bytes=50_000))
 
 
 def test_idle_connections_are_closed_and_busy_ones_are_not() -> None:
