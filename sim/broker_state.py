@@ -154,7 +154,15 @@ _ENTRY_BYTES = 16  # a partition error's fixed fields and lengths, rounded up
 def answer_bytes(response: Message) -> int:
     """An upper estimate of the encoded answer's size when it repeats topic names (module rules), else 0."""
     if isinstance(response, StopReplicaResponse | LeaderAndIsrResponse) and response.partition_errors:
-        return sum(4 * len(e.topic_name) + _ENTRY_BYTES for e in response.partition_errors)
+        sizes: dict[str, int] = {}
+        total = 0
+        for e in response.partition_errors:
+            name = e.topic_name
+            n = sizes.get(name)
+            if n is None:
+                n = sizes[name] = len(name.encode("utf-8", "surrogatepass")) + _ENTRY_BYTES
+            total += n
+        return total
     return 0
 
 

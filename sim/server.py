@@ -17,10 +17,10 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   steps, each reserved before it is read, so a size prefix alone holds nothing beyond its first
   chunk; smaller frames are always admitted (``take``), so heartbeats never wait behind big
   requests. ``handling`` holds, from a frame's last byte until its answer is written, the decoded
-  request's estimated size (frame bytes x DECODED_RATIO of its api) plus the answer's bytes
-  (``answer_bytes``, for answers that repeat a topic name per partition); a big request waits for
-  it with its connection muted. The frame's own bytes go back to ``pool`` once it is decoded. So a
-  server holds about 2 x the budget plus its largest request (one bigger than the budget is handled
+  request's estimated size (frame bytes x DECODED_RATIO of its api), or, once it is handled, its
+  answer's bytes (``answer_bytes``, for answers that repeat a topic name per partition); a big
+  request waits for each with its connection muted. The frame's own bytes go back to ``pool``
+  once it is decoded. So a server holds about 2 x the budget plus its largest request (one bigger than the budget is handled
   alone), plus SMALL_FRAME_BYTES x (1 + ratio) per connection.
 - DECODED_RATIO: the decoded request's peak traced memory over its frame bytes, measured for the
   worst shapes found (tracemalloc, CPython 3.11; server_attack_bench's ``ratios`` prints them):
@@ -416,7 +416,9 @@ class Connection(asyncio.BufferedProtocol):
                     return
                 stage = "encoding"
                 answer = server.answer_bytes(response) if server.answer_bytes is not None else 0
-                if answer:
+                if answer:  # the request is gone: its hold becomes the answer's (never both: no self-deadlock)
+                    server.handling.release(self._handled)
+                    self._handled = 0
                     await self._hold(answer, answer <= SMALL_FRAME_BYTES)
                 args = (response, h.request_api_key, h.request_api_version, h.correlation_id)
                 del response
