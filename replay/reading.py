@@ -8,8 +8,10 @@ Rules of this module:
   after a batch is the ReadFrom at which a later read goes on exactly as this one would.
 - Every batch read is checked, in this order (kafka-metadata-log-format.md section 4):
   1. dense offsets (binary logs): a batch starts where the one before it ended; a gap or an
-     overlap names the batch, or with skip_corrupt is one counted entry, unless a corrupt batch
-     skipped just before already explains it;
+     overlap names the batch. With skip_corrupt a batch that starts before the offset expected (a
+     repeated or overlapping batch) is skipped whole and reported with its span, never applied
+     again; a gap is one counted entry (the batch after it is applied: nothing was skipped),
+     unless a corrupt batch skipped just before already explains it;
   2. epochs: the partitionLeaderEpoch never goes down along the log, and a new epoch begins with
      a LeaderChange control batch (KafkaRaftClient appends one when a leader takes office)
      wherever the retained log shows the change, that is after the first batch read. The epoch
@@ -62,8 +64,9 @@ class ReadFrom:
 
 class OffsetCheck:
     """Binary logs have dense offsets (every offset is a record): a batch must start where the
-    one before it ended. A gap or overlap is an error naming the batch, or with skip_corrupt one
-    counted entry, unless a corrupt batch skipped just before already explains it."""
+    one before it ended. A gap or overlap is an error naming the batch; with skip_corrupt an
+    overlapping batch is skipped (``see`` returns False) and reported, a gap is one counted entry
+    unless a corrupt batch skipped just before already explains it (module rules, check 1)."""
 
     __slots__ = ("corrupt", "expected", "skip_corrupt", "stats")
 
@@ -71,22 +74,29 @@ class OffsetCheck:
         self.stats = stats
         self.skip_corrupt = skip_corrupt
         self.expected = expected
-        self.corrupt = len(stats.corrupt)
+        self.corrupt = stats.corrupt_count
 
-    def see(self, batch: LogBatch) -> None:
-        corrupt = self.stats.corrupt
-        if self.expected >= 0 and batch.base_offset != self.expected:
-            gap = (
-                "go backwards"
-                if batch.base_offset < self.expected
-                else f"skip {self.expected}..{batch.base_offset - 1}"
+    def see(self, batch: LogBatch, span: tuple[int, int] | None = None) -> bool:
+        """Check a batch whose base offset is not the one expected; False: skip it (span: its bytes)."""
+        stats = self.stats
+        if self.expected >= 0 and batch.base_offset < self.expected:
+            err = ReplayInputError(
+                batch.source, batch.position,
+                f"offsets go backwards: the batch starts at {batch.base_offset}, {self.expected} was expected "
+                "(a repeated batch, or a segment that overlaps)",
             )
-            err = ReplayInputError(batch.source, batch.position, f"offsets {gap}: a segment overlaps or is missing")
+            stats.skip_or_raise(err, self.skip_corrupt, span=span)
+            self.corrupt = stats.corrupt_count
+            return False
+        if self.expected >= 0 and batch.base_offset != self.expected:
+            err = ReplayInputError(batch.source, batch.position,
+                                   f"offsets skip {self.expected}..{batch.base_offset - 1}: a segment overlaps or is missing")
             if not self.skip_corrupt:
                 raise err
-            if len(corrupt) == self.corrupt:
-                corrupt.append(err.as_corrupt())
-        self.expected, self.corrupt = batch.last_offset + 1, len(corrupt)
+            if stats.corrupt_count == self.corrupt:
+                stats.skip_or_raise(err, True)
+        self.expected, self.corrupt = batch.last_offset + 1, stats.corrupt_count
+        return True
 
 
 def _opens_epoch(batch: LogBatch, text: bool) -> bool:
@@ -215,14 +225,13 @@ class LogReader:
 
     def __iter__(self) -> Iterator[LogBatch]:
         offsets, epochs, stats, start = self.offsets, self.epochs, self.stats, self.start_offset
-        corrupt = stats.corrupt
         for batch in self._read():
             # Each check's usual case inline (module rules), the check itself otherwise.
             if offsets is not None:
                 if batch.base_offset == offsets.expected:
-                    offsets.expected, offsets.corrupt = batch.last_offset + 1, len(corrupt)
-                else:
-                    offsets.see(batch)
+                    offsets.expected, offsets.corrupt = batch.last_offset + 1, stats.corrupt_count
+                elif not offsets.see(batch, self._span(batch)):
+                    continue
             e = batch.epoch
             if e < 0 or e != epochs.epoch:
                 problem = epochs.problem(batch)
