@@ -111,12 +111,12 @@ _DIGITS = re.compile(r"\d+")
 
 
 class SkippedLog(list[Corrupt]):
-    """The first CORRUPT_KEPT skipped pieces (a list), and counters over all of them: ``count``,
+    """The first CORRUPT_KEPT skipped pieces (a list), and counters over all of them: ``total``,
     ``kinds`` (reason with digits masked -> count), ``bytes`` and ``lines`` dropped."""
 
     def __init__(self, items: list[Corrupt] | None = None) -> None:
         super().__init__()
-        self.count = 0
+        self.total = 0
         self.kinds: Counter[str] = Counter()
         self.bytes = 0
         self.lines = 0
@@ -129,7 +129,7 @@ class SkippedLog(list[Corrupt]):
         self.kinds[kind] += n
 
     def add(self, c: Corrupt) -> None:
-        self.count += 1
+        self.total += 1
         self._kind(_DIGITS.sub("#", c.reason)[:120])
         self._dropped(c.unit, c.span, 1)
         if len(self) < CORRUPT_KEPT:
@@ -154,18 +154,18 @@ class SkippedLog(list[Corrupt]):
         room = CORRUPT_KEPT - len(self)
         if room > 0:
             self.extend(other[:room])
-        self.count += other.count
+        self.total += other.total
         self.bytes += other.bytes
         self.lines += other.lines
         for k, n in other.kinds.items():
             self._kind(k, n)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_log, (list(self), self.count, dict(self.kinds), self.bytes, self.lines))
+        return (_rebuild_log, (list(self), self.total, dict(self.kinds), self.bytes, self.lines))
 
     def summary(self) -> dict[str, object]:
         return {
-            "count": self.count,
+            "count": self.total,
             "kinds": dict(self.kinds.most_common()),
             "skipped_bytes": self.bytes,
             "skipped_lines": self.lines,
@@ -174,11 +174,15 @@ class SkippedLog(list[Corrupt]):
         }
 
 
-def _rebuild_log(items: list[Corrupt], count: int, kinds: dict[str, int], nbytes: int, lines: int) -> SkippedLog:
+def _rebuild_log(items: list[Corrupt], total: int, kinds: dict[str, int], nbytes: int, lines: int) -> SkippedLog:
     log = SkippedLog()
     log.extend(items)
-    log.count, log.kinds, log.bytes, log.lines = count, Counter(kinds), nbytes, lines
+    log.total, log.kinds, log.bytes, log.lines = total, Counter(kinds), nbytes, lines
     return log
+
+
+def _skipped_log(value: SkippedLog | list[Corrupt]) -> SkippedLog:
+    return value if isinstance(value, SkippedLog) else SkippedLog(value)
 
 
 def stats_for(skip_corrupt: bool, stats: ReadStats | None) -> ReadStats:
@@ -204,7 +208,7 @@ class ReadStats:
     records: Counter[str] = attrs.field(factory=Counter)
     noops: int = 0
     control_records: Counter[str] = attrs.field(factory=Counter)
-    corrupt: SkippedLog = attrs.field(factory=SkippedLog, converter=lambda v: v if isinstance(v, SkippedLog) else SkippedLog(v))
+    corrupt: SkippedLog = attrs.field(factory=SkippedLog, converter=_skipped_log)
     """The first CORRUPT_KEPT pieces skipped, with counters over all (SkippedLog)."""
     unprinted: Counter[str] = attrs.field(factory=Counter)
     """Control records a text input names without their body (kafka-dump-log's LEADER_CHANGE)."""
@@ -212,7 +216,7 @@ class ReadStats:
     def __repr__(self) -> str:
         return (
             f"ReadStats(batches={self.batches}, records={sum(self.records.values())}, "
-            f"noops={self.noops}, corrupt={self.corrupt.count})"
+            f"noops={self.noops}, corrupt={self.corrupt.total})"
         )
 
     def skip_or_raise(
@@ -227,7 +231,7 @@ class ReadStats:
     @property
     def corrupt_count(self) -> int:
         """Pieces skipped, all of them (``corrupt`` lists the first CORRUPT_KEPT)."""
-        return self.corrupt.count
+        return self.corrupt.total
 
     @property
     def skipped_bytes(self) -> int:
@@ -251,7 +255,7 @@ class ReadStats:
             "noops": self.noops,
             "control_records": dict(sorted(self.control_records.items())),
             "corrupt": [str(c) for c in self.corrupt],
-            "corrupt_count": self.corrupt.count,
+            "corrupt_count": self.corrupt.total,
             "corrupt_kinds": dict(self.corrupt.kinds.most_common()),
             "skipped_bytes": self.skipped_bytes,
             "skipped_lines": self.corrupt.lines,
