@@ -19,6 +19,11 @@ Rules of this module:
      batch, or with skip_corrupt the batch is skipped and its span reported. Text inputs check
      only what they show: an epoch below 0 is unknown (a JSON line may omit it), and any control
      batch may open an epoch (kafka-dump-log does not print a LeaderChange's body).
+- File names are checked against the offsets inside: a segment read from its start must begin
+  with a batch at the base offset its 20-digit name gives (unless a corrupt batch was skipped
+  before it), and a log read to its end must reach the snapshot's end offset (``snapshot``: the
+  file naming it). A lie is an error naming the file, even with skip_corrupt: the names decide
+  the order of the segments and where the history starts, so nothing after them can be trusted.
 - Then batches are trimmed to the history's start offset (a snapshot's end: earlier records are
   dropped, a batch ending before it is not yielded) and counted in ``stats``: its counters hold
   what was yielded; ``stats.corrupt`` everything skipped, read or not yielded.
@@ -31,6 +36,7 @@ Rules of this module:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from typing import Literal
 
@@ -45,6 +51,7 @@ __all__ = ["LogReader", "OffsetCheck", "EpochCheck", "Position", "ReadFrom", "te
 Kind = Literal["log", "checkpoint", "jsonl", "dump"]
 TEXT_KINDS: tuple[Kind, ...] = ("jsonl", "dump")
 Position = tuple[int, int]  # (segment index, byte position in that segment)
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 
 
 @attrs.frozen(slots=True)
@@ -165,7 +172,7 @@ class LogReader:
     offset order (none for text inputs, which are read whole from source)."""
 
     __slots__ = ("_at", "_segment", "begin", "epochs", "kind", "offsets", "segments", "skip_corrupt",
-                 "source", "start_offset", "stats", "stop")
+                 "snapshot", "source", "start_offset", "stats", "stop")
 
     def __init__(
         self,
@@ -178,8 +185,9 @@ class LogReader:
         skip_corrupt: bool = False,
         begin: ReadFrom | None = None,
         stop: Position | None = None,
+        snapshot: str | None = None,
     ) -> None:
-        self.source, self.kind, self.segments = source, kind, segments
+        self.source, self.kind, self.segments, self.snapshot = source, kind, segments, snapshot
         self.start_offset, self.stats, self.skip_corrupt = start_offset, stats, skip_corrupt
         self.begin = ReadFrom() if begin is None else begin
         self.stop = stop
@@ -221,7 +229,30 @@ class LogReader:
             self._at = SegmentReader(
                 self.segments[i], skip_corrupt=self.skip_corrupt, stats=self.stats, start=pos, stop=end, count=False
             )
-            yield from self._at
+            named = _SEGMENT_NAME.match(os.path.basename(self.segments[i])) if pos == 0 else None
+            if named is None:
+                yield from self._at
+                continue
+            it, before = iter(self._at), self.stats.corrupt_count
+            first = next(it, None)
+            if first is not None:
+                base = int(named.group(1))
+                if first.base_offset != base and self.stats.corrupt_count == before:
+                    raise ReplayInputError(
+                        self.segments[i], first.position,
+                        f"the file name says the segment starts at offset {base}, but its first batch starts at "
+                        f"{first.base_offset}: the name does not match the segment",
+                    )
+                yield first
+            yield from it
+        if stop is None and self.snapshot is not None and self.offsets is not None:
+            reached = self.offsets.expected
+            if 0 <= reached < self.start_offset:
+                raise ReplayInputError(
+                    self.snapshot, 0,
+                    f"the snapshot's name says it ends at offset {self.start_offset}, but the log ends at offset "
+                    f"{reached}: the name does not match the log",
+                )
 
     def __iter__(self) -> Iterator[LogBatch]:
         offsets, epochs, stats, start = self.offsets, self.epochs, self.stats, self.start_offset
