@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from ctrlbatch.common import CommandError
 
 from .loopback import check_loopback
+from .safe_log import install as install_safe_logging
 from .safe_log import loop_exception_handler
 from .server import ServerLimits
 
@@ -162,8 +163,11 @@ async def start_and_announce(server: _Server, host: str, port: int) -> None:
 
 
 def configure_logging(verbose: bool) -> None:
+    """Log lines to stderr, each rate-limited and escaped (safe_log.install): a client that sends
+    bad frames and leaves, thousands of times, costs a few lines, not one per frame."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_safe_logging()
 
 
 def announce(host: str, port: int) -> None:

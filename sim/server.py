@@ -71,7 +71,7 @@ from .api_versions import API_VERSIONS_KEY, api_versions_answer
 from .handler_threads import release_free_memory, run_in_handler_thread
 from .loopback import check_loopback
 from .memory_pool import UNLIMITED, MemoryPool
-from .safe_log import RateLimiter, describe, kind_of
+from .safe_log import RateLimiter, describe, kind_of, safe_logging_installed
 
 __all__ = ["Connection", "FrameServer", "Served", "ServerLimits", "ServerStats"]
 
@@ -532,11 +532,18 @@ class FrameServer:
 
     def line(self, level: int, message: str, *args: object) -> None:
         """One log line, unless lines of its kind are being rate-limited (then counted, and the next
-        one let through says how many were suppressed)."""
-        admitted, suppressed = self.limiter.admit(kind_of(message))
-        if admitted:
-            more = f" [{suppressed} similar suppressed]" if suppressed else ""
-            _log.log(level, message + more, *args)
+        one let through says how many were suppressed). Where the logging handlers rate-limit
+        already (safe_log.SafeFilter, installed by the standalone servers, which also summarise
+        at exit), they alone do, so that every line is accounted for once."""
+        if not _log.isEnabledFor(level):
+            return
+        if not safe_logging_installed():
+            admitted, suppressed = self.limiter.admit(kind_of(message))
+            if not admitted:
+                return
+            if suppressed:
+                message += f" [{suppressed} similar messages suppressed]"
+        _log.log(level, message, *args)
 
     def offload_done(self) -> None:
         """A request handled on a handler thread is answered: when it was the last, trim the heap."""
