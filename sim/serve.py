@@ -10,8 +10,8 @@ a summary of its repeats, instead of a traceback per try.
   ``listening on`` line on: the handlers are installed before that line is printed, stay installed
   while the server stops, and ``run_serving`` ignores both once the loop is gone.
 - Connections (both servers, Kafka's names): --max-request-bytes, --queued-max-request-bytes,
-  --connections-max-idle-ms, --max-connections become a ServerLimits (``add_connection_options``,
-  ``connection_limits``).
+  --connections-max-idle-ms, --max-connections, and --frame-timeout-ms (ours) become a ServerLimits
+  (``add_connection_options``, ``connection_limits``).
 - File descriptors: ``raise_fd_limit`` lifts the soft RLIMIT_NOFILE to the hard one at start-up, so
   that a thousand idle clients do not leave none for the next; it says so on stderr when it cannot.
 """
@@ -84,6 +84,9 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
                         help="connections.max.idle.ms: close a connection idle this long; -1: never (default %(default)s)")
     parser.add_argument("--max-connections", type=int, default=d.max_connections,
                         help="max.connections: close a new connection beyond this many (default %(default)s: unlimited)")
+    parser.add_argument("--frame-timeout-ms", type=int, default=d.frame_timeout_ms,
+                        help="close a connection whose request frame is not complete this long after its first byte "
+                             "(ours: Kafka has no such limit); -1: never (default %(default)s)")
 
 
 _LIMIT_OPTIONS = {
@@ -91,6 +94,7 @@ _LIMIT_OPTIONS = {
     "queued_max_request_bytes": "--queued-max-request-bytes",
     "connections_max_idle_ms": "--connections-max-idle-ms",
     "max_connections": "--max-connections",
+    "frame_timeout_ms": "--frame-timeout-ms",
 }
 
 
