@@ -5,12 +5,14 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   (socket.request.max.bytes) closes the connection at once, before the frame is read or
   allocated; no response is sent.
 - One request in flight per connection, as Kafka does (it mutes a channel from a request's read to
-  its response's send, SS:1163-1165, SS:1197-1198): the socket is read into exactly the 4-byte size
-  prefix, then exactly the frame, then only the next prefix (counted in ``pipelined``: a byte that
-  is there before the answer is written: FIONREAD) until the answer is written and the client has read it
-  down to the transport's low-water mark. Nothing past that is read, so nothing is buffered here;
-  the loop serves each ready connection one step per round, and a flooding client cannot delay a
-  polite one (benchmarks/server_attack_bench.py measures it).
+  its response's send, SS:1163-1165, SS:1197-1198). At a frame boundary one read takes at most
+  SCRATCH_BYTES (a prefix and a small frame) into a buffer shared by the server's connections and
+  is parsed at once; a big frame's bytes go straight into its own buffer. While a request is in
+  flight, at most one read more is kept (stashed: a pipelining client, counted in ``pipelined``
+  with any byte already there when the answer is written, FIONREAD), then the connection is not
+  read until the answer is written and the client has read it down to the transport's low-water
+  mark. So the loop serves each ready connection one step per round, and a flooding client cannot
+  delay a polite one (benchmarks/server_attack_bench.py, attack 9, measures it).
 - Memory, two pools of ``queued_max_request_bytes`` (queued.max.request.bytes) each, memory_pool.py:
   ``pool`` counts bytes actually received: a frame of more than SMALL_FRAME_BYTES (16 KiB; every
   heartbeat and any registration within the controller's bounds is smaller) grows in CHUNK_BYTES
@@ -84,6 +86,8 @@ _KEY_VERSION = struct.Struct(">hh")
 INT32_MAX = 2**31 - 1
 SMALL_FRAME_BYTES = 16384
 """Frames up to this size are always admitted (module rules)."""
+SCRATCH_BYTES = 4 + SMALL_FRAME_BYTES
+"""A read at a frame boundary takes at most a prefix and a small frame."""
 CHUNK_BYTES = 1 << 20
 """A big frame's buffer grows by this much at a time, each step reserved before it is read."""
 DECODED_RATIO: dict[int, int] = {4: 9, 5: 21, 6: 22, 18: 4, 62: 15, 63: 9}
@@ -176,6 +180,8 @@ class Connection(asyncio.BufferedProtocol):
         self._wanted = 0  # a chunk waiting for the pool
         self._started = 0.0  # when the frame's first byte (its prefix) was read, plus pool waits
         self._wait_began = 0.0
+        self._stash = b""  # bytes read past a frame while it is handled (a pipelining client): at most one read
+        self._into_scratch = False  # the last get_buffer was the server's scratch buffer
         self._task: asyncio.Task[None] | None = None
         self._handled = 0  # bytes this connection holds in the server's handling pool
         self._fd = -1
@@ -230,6 +236,9 @@ class Connection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         body = self._body
         if body is None:
+            if self._head_got == 0 and not self._stash:
+                self._into_scratch = True  # a frame boundary: a prefix and a small frame in one read
+                return self.server.scratch
             return memoryview(self._head)[self._head_got:]
         if len(body) < self._granted:  # grow here: asyncio has dropped its view of the last buffer
             body.extend(bytes(self._granted - len(body)))
@@ -238,36 +247,73 @@ class Connection(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         self.server.stats.bytes_in += nbytes
         self.last_active = self._loop.time()
-        if self._body is not None:
+        if self._into_scratch:
+            self._into_scratch = False
+            self._feed(self.server.scratch[:nbytes])
+        elif self._body is not None:
             self._got += nbytes
             if self._got == self._size:
                 self._frame_done()
             elif self._got == self._granted:
                 self._more()
-            return
-        if self._head_got == 0:
-            self._started = self.last_active
-        self._head_got += nbytes
-        if self._head_got == 4:
-            if self._task is not None and not self._task.done():
-                self._pause()  # the next frame waits for this answer
-            else:
+        else:
+            self._head_got += nbytes
+            if self._head_got == 4 and not self._in_flight:
                 self._next_frame()
+        self._update_reading()
 
     def eof_received(self) -> bool | None:
         return None  # close; a request being handled is dropped as on a reset
 
     # ------------------------------------------------------------------ framing
 
-    def _pause(self) -> None:
-        if self._reading and self.transport is not None:
-            self._reading = False
-            self.transport.pause_reading()
+    @property
+    def _in_flight(self) -> bool:
+        return self._task is not None and not self._task.done()
 
-    def _resume(self) -> None:
-        if not self._reading and self.transport is not None and not self._closing:
-            self._reading = True
-            self.transport.resume_reading()
+    def _update_reading(self) -> None:
+        """Read while nothing waits: not with bytes stashed, a chunk waiting for the pool, or the
+        next prefix complete while a request is in flight (module rules)."""
+        t = self.transport
+        if t is None or self._closing:
+            return
+        want = not self._stash and not self._wanted and self._head_got < 4
+        if want != self._reading:
+            self._reading = want
+            if want:
+                t.resume_reading()
+            else:
+                t.pause_reading()
+
+    def _feed(self, data: memoryview) -> None:
+        """Bytes read at a frame boundary: a prefix, a small frame, the start of a big one; what
+        comes after a complete frame (a pipelining client) is stashed until it is answered."""
+        pos, end = 0, len(data)
+        while pos < end and not self._closing:
+            if self._in_flight or self._wanted or self._head_got == 4:
+                self._stash = bytes(data[pos:])  # at most one read: SCRATCH_BYTES
+                return
+            body = self._body
+            if body is None:
+                if self._head_got == 0:
+                    self._started = self.last_active
+                take = min(4 - self._head_got, end - pos)
+                self._head[self._head_got:self._head_got + take] = data[pos:pos + take]
+                self._head_got += take
+                pos += take
+                if self._head_got == 4:
+                    self._next_frame()
+                continue
+            if len(body) < self._granted:
+                body.extend(bytes(self._granted - len(body)))
+            take = min(self._granted - self._got, end - pos)
+            body[self._got:self._got + take] = data[pos:pos + take]
+            self._got += take
+            pos += take
+            if self._got == self._size:
+                self._frame_done()
+            elif self._got == self._granted:
+                self._more()
 
     def _next_frame(self) -> None:
         """The prefix in _head is complete: start reading its frame."""
@@ -290,8 +336,6 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self._granted = 0
             self._more()
-        if not self._wanted:
-            self._resume()
 
     def _more(self) -> None:
         """Reserve the next chunk of a big frame; the connection is not read until it is granted."""
@@ -301,7 +345,6 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self._wanted = chunk
             self._wait_began = self._loop.time()
-            self._pause()
 
     def _chunk_granted(self) -> None:
         chunk, self._wanted = self._wanted, 0
@@ -310,7 +353,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         self._granted += chunk
         self._started += self._loop.time() - self._wait_began  # the wait was ours, not the client's
-        self._resume()
+        self._continue()
 
     def _drop_frame(self) -> None:
         """Give back what the frame being read holds (a close)."""
@@ -326,7 +369,7 @@ class Connection(asyncio.BufferedProtocol):
         frame, self._body = self._body, None
         assert frame is not None
         held, self._granted = self._granted, 0
-        # One request in flight: from here only the next prefix is read (get_buffer), then nothing.
+        # One request in flight: from here at most one read more is taken (stashed), then nothing.
         self._task = self._loop.create_task(self._serve(frame, held, time.perf_counter()))
 
     @property
@@ -427,7 +470,7 @@ class Connection(asyncio.BufferedProtocol):
                 del args
             if self.transport is None:
                 return
-            if self._head_got or (self._fd >= 0 and _unread(self._fd)):
+            if self._stash or self._head_got or (self._fd >= 0 and _unread(self._fd)):
                 stats.pipelined += 1  # the next request came before this answer
             self.transport.write(out)
             self.last_active = self._loop.time()
@@ -463,13 +506,19 @@ class Connection(asyncio.BufferedProtocol):
         self.close()
 
     def _after_answer(self) -> None:
-        """The answer is written: read on (the next prefix may be complete already)."""
+        """The answer is written: go on with what was stashed or read meanwhile, then read on."""
         if self.transport is None or self._closing:
             return
-        if self._head_got == 4:
+        self._task = None  # this request's task is ending: the next one may start
+        self._continue()
+
+    def _continue(self) -> None:
+        if self._head_got == 4 and self._body is None and not self._in_flight:
             self._next_frame()
-        else:
-            self._resume()
+        stash, self._stash = self._stash, b""
+        if stash:
+            self._feed(memoryview(stash))
+        self._update_reading()
 
 
 class FrameServer:
@@ -503,6 +552,8 @@ class FrameServer:
         self.stats = ServerStats()
         self.limiter = RateLimiter(burst=5, interval_s=10.0)
         self.connections: set[Connection] = set()
+        self.scratch = memoryview(bytearray(SCRATCH_BYTES))
+        """Shared by the connections: a read at a frame boundary lands here and is parsed at once."""
         self.limits = ServerLimits()
         self.pool = MemoryPool()
         self.handling = MemoryPool()
