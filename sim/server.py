@@ -18,7 +18,8 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   heartbeat and any registration within the controller's bounds is smaller) grows in CHUNK_BYTES
   steps, each reserved before it is read, so a size prefix alone holds nothing beyond its first
   chunk; smaller frames are always admitted (``take``), so heartbeats never wait behind big
-  requests. ``handling`` holds, from a frame's last byte until its answer is written, the decoded
+  requests. One frame at a time may overshoot the budget (the pool's overdraft), so frames that
+  share out the budget between them cannot wait for each other for ever. ``handling`` holds, from a frame's last byte until its answer is written, the decoded
   request's estimated size (frame bytes x DECODED_RATIO of its api), or, once it is handled, its
   answer's bytes (``answer_bytes``, for answers that repeat a topic name per partition); a big
   request waits for each with its connection muted. The frame's own bytes go back to ``pool``
@@ -340,7 +341,7 @@ class Connection(asyncio.BufferedProtocol):
     def _more(self) -> None:
         """Reserve the next chunk of a big frame; the connection is not read until it is granted."""
         chunk = min(CHUNK_BYTES, self._size - self._granted)
-        if self.server.pool.reserve(chunk, self, self._chunk_granted):
+        if self.server.pool.reserve(chunk, self, self._chunk_granted, progress=True):
             self._granted += chunk
         else:
             self._wanted = chunk
@@ -358,12 +359,11 @@ class Connection(asyncio.BufferedProtocol):
     def _drop_frame(self) -> None:
         """Give back what the frame being read holds (a close)."""
         pool = self.server.pool
-        if self._wanted:
-            pool.cancel(self)
-            self._wanted = 0
         if self._body is not None:
             pool.release(self._granted)
             self._body, self._granted = None, 0
+        pool.cancel(self)  # a waiting chunk, and the overdraft (memory_pool.py)
+        self._wanted = 0
 
     def _frame_done(self) -> None:
         frame, self._body = self._body, None
@@ -431,6 +431,7 @@ class Connection(asyncio.BufferedProtocol):
                 out = api_versions_answer(frame, server.api_keys)
                 del frame
                 server.pool.release(held)
+                server.pool.finish(self)
                 held = 0
                 if out is None:
                     self._reject("a malformed ApiVersions request")
@@ -446,6 +447,7 @@ class Connection(asyncio.BufferedProtocol):
                 finally:
                     del frame
                     server.pool.release(held)
+                    server.pool.finish(self)
                     held = 0
                 h = decoded.header
                 if h.request_api_key not in server.api_keys:
@@ -492,6 +494,7 @@ class Connection(asyncio.BufferedProtocol):
         finally:
             if held:
                 server.pool.release(held)
+                server.pool.finish(self)
             if self._handled:
                 server.handling.release(self._handled)
                 self._handled = 0

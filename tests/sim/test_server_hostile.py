@@ -450,3 +450,25 @@ def test_a_truncated_api_versions_request_closes_the_connection(version: int, cu
 def test_small_frame_bytes_covers_heartbeats_and_registrations() -> None:
     assert len(encode_request(registration(1), 4, 1, "c")) < SMALL_FRAME_BYTES
     assert len(encode_request(BrokerHeartbeatRequest(broker_id=1, broker_epoch=1), 1, 1, "c")) < 100
+
+
+def test_big_frames_that_share_out_the_budget_all_complete(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four 300 KB frames arriving at once in 64 KiB chunks with a 400 KB budget: without the pool's
+    overdraft each would hold part of the budget and wait for the others for ever."""
+    import ctrlbatch.sim.server as server_module
+
+    monkeypatch.setattr(server_module, "CHUNK_BYTES", 65536)
+    frames = [encode_request(umr(5 + i, brokers=15000), 8, 1, "c") for i in range(4)]
+    budget = 400_000
+
+    async def body(b: SimulatedBroker) -> None:
+        clients = [await FrameClient.connect(b.host, b.port) for _ in frames]
+        for c, f in zip(clients, frames, strict=True):
+            c.writer.write(f)
+        for c in clients:
+            assert struct.unpack_from(">i", await c.read_frame())[0] == 1
+            await c.close()
+
+    b = run(body, limits=ServerLimits(queued_max_request_bytes=budget, offload_request_bytes=5000))
+    assert len(frames[0]) > budget // 2 and b.server.pool.waits >= 1
+    assert b.server.pool.peak <= budget + len(frames[0])  # over the budget by one frame at most
