@@ -15,9 +15,9 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   delay a polite one (benchmarks/server_attack_bench.py, attack 9, measures it).
 - Memory, two pools of ``queued_max_request_bytes`` (queued.max.request.bytes) each, memory_pool.py:
   ``pool`` counts bytes actually received: a frame of more than SMALL_FRAME_BYTES (16 KiB; every
-  heartbeat and any registration within the controller's bounds is smaller) grows in CHUNK_BYTES
-  steps, each reserved before it is read, so a size prefix alone holds nothing beyond its first
-  chunk; smaller frames are always admitted (``take``), so heartbeats never wait behind big
+  heartbeat and any registration within the controller's bounds is smaller) grows in steps of
+  64 KiB doubling up to 1 MiB, each reserved before it is read, so a size prefix alone holds
+  64 KiB; smaller frames are always admitted (``take``), so heartbeats never wait behind big
   requests. One frame at a time may overshoot the budget (the pool's overdraft), so frames that
   share out the budget between them cannot wait for each other for ever. ``handling`` holds, from a frame's last byte until its answer is written, the decoded
   request's estimated size (frame bytes x DECODED_RATIO of its api), or, once it is handled, its
@@ -90,7 +90,9 @@ SMALL_FRAME_BYTES = 16384
 SCRATCH_BYTES = 4 + SMALL_FRAME_BYTES
 """A read at a frame boundary takes at most a prefix and a small frame."""
 CHUNK_BYTES = 1 << 20
-"""A big frame's buffer grows by this much at a time, each step reserved before it is read."""
+"""A big frame's buffer grows by at most this much at a time, each step reserved before it is read."""
+FIRST_CHUNK_BYTES = 1 << 16
+"""Its first step: all a size prefix alone holds (the steps then double up to CHUNK_BYTES)."""
 DECODED_RATIO: dict[int, int] = {4: 9, 5: 21, 6: 22, 18: 4, 62: 15, 63: 9}
 """api key -> decoded request bytes per frame byte, at most (module rules); 22 for other keys."""
 DEFAULT_RATIO = 22
@@ -340,7 +342,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def _more(self) -> None:
         """Reserve the next chunk of a big frame; the connection is not read until it is granted."""
-        chunk = min(CHUNK_BYTES, self._size - self._granted)
+        chunk = min(max(FIRST_CHUNK_BYTES, self._granted), CHUNK_BYTES, self._size - self._granted)
         if self.server.pool.reserve(chunk, self, self._chunk_granted, progress=True):
             self._granted += chunk
         else:
