@@ -16,12 +16,28 @@ the answers a well-behaved probe client gets meanwhile.
 3. 1,100 idle connections to a broker started with a soft open-file limit of 1,024: the next
    client's answer (the server raises its soft limit to the hard one at start-up).
 4. --connections-max-idle-ms 2000: how long until 50 idle connections are all closed (target <= 5 s).
+Issue 24 (each against its target, the bound or a peer measured in the same run):
+5. The pin: 3 connections send size prefixes adding up to the 256 MiB budget and one byte each; 6
+   other clients must be answered within 1 s (against the same clients without the pin), and on
+   sim-controller a broker heartbeating meanwhile must never be fenced.
+6. --umr-clients (8) send a --umr-mb (52) MB UpdateMetadata at once: peak RSS growth against the
+   budget + 2 x the frame, and the RSS growth 10 s after the last answer.
+7. A StopReplica asking for a 3.2 GB answer to a broker under a 1.5 GiB address-space cap: a close
+   and one log line naming the MemoryError, and the next client answered.
+8. 20 connections each ask for a 95 MiB StopReplica answer: peak RSS growth against the budget + 2
+   answers, and a probe's latency meanwhile.
+9. --flooders (50) x --flood-requests (1,000) pipelined requests: a polite client's p99 against its
+   p99 alone (target <= 5x).
+10. 1,000 fake ids heartbeating on 4 connections at --max-brokers 1000: a new broker's answer (0);
+   controller CPU per heartbeat with 2,000 brokers against 100 (O(1): target <= 1.5x).
+11. Decoded size over frame size per api (worst shapes, tracemalloc) against the server's table.
+12. 200 clients each pipeline 500 requests and a bad frame and leave: log bytes per byte sent.
 
 Every wait is bounded. Prints the 1-minute load average beside each figure; the machine's 2 cores
 are shared with other work, so latencies are noisy: rerun to confirm.
 
-Usage: python benchmarks/server_attack_bench.py [--conns 10] [--big-mb 50] [--idle 1100] [--attacks 1,2,3,4]
-                                               [--json PATH]
+Usage: python benchmarks/server_attack_bench.py [--conns 10] [--big-mb 50] [--idle 1100] [--attacks 1,...,12]
+       [--umr-mb 52] [--umr-clients 8] [--flooders 50] [--flood-requests 1000] [--json PATH]
 """
 
 from __future__ import annotations
@@ -35,11 +51,23 @@ import struct
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 from figures import Figure, write_results
 
 from ctrlbatch.requests import (
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    Feature,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrTopicState,
+    Listener,
+    StopReplicaPartitionV0,
+    StopReplicaRequest,
+    StopReplicaTopicV1,
     UpdateMetadataBroker,
     UpdateMetadataEndpoint,
     UpdateMetadataRequest,
@@ -69,12 +97,16 @@ def rss_mib(pid: int, field: str = "VmRSS") -> float:
 class Broker:
     """A sim-broker subprocess; ``with Broker(...) as b`` stops it with SIGTERM (exit 0 checked)."""
 
-    def __init__(self, *args: str, nofile: int | None = None) -> None:
+    def __init__(self, *args: str, nofile: int | None = None, address_space: int | None = None,
+                 verbose: bool = False) -> None:
         def limit() -> None:
             if nofile is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+            if address_space is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
-        self.proc = subprocess.Popen([CTRLBATCH, "sim-broker", "--id", "1", "--epoch", "5", "--quiet", *args],
+        quiet = [] if verbose else ["--quiet"]
+        self.proc = subprocess.Popen([CTRLBATCH, "sim-broker", "--id", "1", "--epoch", "5", *quiet, *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=limit)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
@@ -263,7 +295,12 @@ def main() -> int:
     ap.add_argument("--big-mb", type=float, default=50.0, help="size of the big UpdateMetadata, MB")
     ap.add_argument("--idle", type=int, default=1100, help="idle connections before the next client")
     ap.add_argument("--timeout", type=float, default=600.0, help="bound on the big request's answer, s")
-    ap.add_argument("--attacks", default="1,2,3,4", help="which attacks to run (comma-separated numbers)")
+    ap.add_argument("--attacks", default=",".join(str(i) for i in range(1, 13)),
+                    help="which attacks to run (comma-separated numbers)")
+    ap.add_argument("--umr-mb", type=float, default=52.0, help="attack 6: each client's UpdateMetadata, MB")
+    ap.add_argument("--umr-clients", type=int, default=8, help="attack 6: clients sending one at once")
+    ap.add_argument("--flooders", type=int, default=50, help="attack 9: flooding clients")
+    ap.add_argument("--flood-requests", type=int, default=1000, help="attack 9: pipelined requests per flooder")
     ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -282,8 +319,12 @@ def main() -> int:
         attack_3(args, figures)
     if 4 in attacks:
         met4 = attack_4(figures)
+    later = {5: lambda: attack_5(figures), 6: lambda: attack_6(args, figures), 7: lambda: attack_7(figures),
+             8: lambda: attack_8(figures), 9: lambda: attack_9(args, figures), 10: lambda: attack_10(figures),
+             11: lambda: attack_11(figures), 12: lambda: attack_12(figures)}
+    met_later = [later[a]() for a in sorted(attacks & set(later))]
     write_results(args.json, "server_attack_bench", figures, vars(args))
-    return 0 if met and met2 and met4 else 1
+    return 0 if met and met2 and met4 and all(met_later) else 1
 
 
 def attack_1(args: argparse.Namespace, figures: list[Figure]) -> bool:
@@ -340,6 +381,387 @@ def attack_4(figures: list[Figure]) -> bool:
     figures.append(Figure(what="50 idle connections closed (connections.max.idle.ms 2000)", value=closed, unit="s",
                           target="<= 5 s", met=met4))
     return met4
+
+
+# ---------------------------------------------------------------------------- issue 24: 5-12
+
+SMALL_REQUESTS = 6
+
+
+class Controller(Broker):
+    """A sim-controller subprocess (same life cycle as Broker)."""
+
+    def __init__(self, *args: str) -> None:  # noqa: D107 - Broker's, with the controller's command
+        self.proc = subprocess.Popen([CTRLBATCH, "sim-controller", "--cluster-id", "bench", "--quiet", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if not line.startswith("listening on 127.0.0.1:"):
+            self.proc.kill()
+            raise RuntimeError(f"sim-controller did not start: {line!r} {self.proc.communicate(timeout=10)[1]}")
+        self.port = int(line.rsplit(":", 1)[1])
+        self.stderr = ""
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def timed_request(port: int, body: Any, version: int, timeout: float) -> float:
+    t0 = time.perf_counter()
+    async with await FrameClient.connect("127.0.0.1", port, timeout=timeout) as c:
+        await c.request(body, version, timeout=timeout)
+    return time.perf_counter() - t0
+
+
+def registration(broker_id: int, dirs: int = 1) -> BrokerRegistrationRequest:
+    return BrokerRegistrationRequest(
+        broker_id=broker_id, cluster_id="bench", incarnation_id=uuid.UUID(int=broker_id + 1),
+        listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=1, security_protocol=0)],
+        features=[Feature(name="metadata.version", min_supported_version=1, max_supported_version=21)],
+        log_dirs=[uuid.UUID(int=((broker_id + 1) << 64) | (1000 + i)) for i in range(dirs)])
+
+
+def beat(broker_id: int, epoch: int, offset: int = 10**9) -> BrokerHeartbeatRequest:
+    return BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=epoch, current_metadata_offset=offset)
+
+
+def attack_5(figures: list[Figure]) -> bool:
+    """The pin: three connections send size prefixes adding up to the budget and one byte each."""
+    budget = 256 * MiB
+    mid = umr_of(2000)  # 40 KB: above the always-admitted small frames
+
+    async def clients(port: int) -> list[float]:
+        out = []
+        for i in range(SMALL_REQUESTS):
+            out.append(await timed_request(port, mid if i % 2 else small_umr(), 8, 5.0))
+        return out
+
+    async def pinned(port: int) -> tuple[list[float], list[asyncio.StreamWriter]]:
+        writers = []
+        for _ in range(3):
+            _, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(_SIZE.pack(budget // 3 + 1) + b"x")
+            await w.drain()
+            writers.append(w)
+        await asyncio.sleep(0.5)
+        return await clients(port), writers
+
+    with Broker() as b:
+        alone = asyncio.run(clients(b.port))
+        lat, writers = asyncio.run(pinned(b.port))
+    ok = sum(x <= 1.0 for x in lat)
+    with Controller("--session-timeout-ms", "3000") as c:
+        hb = asyncio.run(heartbeats_while_pinned(c.port, budget))
+    fenced, slowest_hb = hb
+    met = ok == SMALL_REQUESTS and not fenced
+    print(f"5. pin: 3 connections send size prefixes adding up to the 256 MiB budget and 1 byte each: {ok} of "
+          f"{SMALL_REQUESTS} other clients answered within 1 s (slowest {max(lat) * 1000:.0f} ms; alone "
+          f"{max(alone) * 1000:.0f} ms, ratio {max(lat) / max(alone):.1f}x); on sim-controller a broker heartbeating "
+          f"every 0.5 s for 6 s meanwhile: {'FENCED' if fenced else 'never fenced'}, slowest heartbeat "
+          f"{slowest_hb * 1000:.0f} ms; target all answered within 1 s and unfenced: {'met' if met else 'NOT met'} "
+          f"({load()})")
+    figures.append(Figure(what="slowest of 6 clients while 3 connections pin the budget with size prefixes",
+                          value=max(lat), unit="s", peer="the same clients without the pin", peer_value=max(alone),
+                          ratio=max(lat) / max(alone), ratio_of="slowest answers", target="<= 1 s, broker unfenced",
+                          met=met))
+    return met
+
+
+async def heartbeats_while_pinned(port: int, budget: int) -> tuple[bool, float]:
+    async with await FrameClient.connect("127.0.0.1", port) as c:
+        _, r = await c.request(registration(1), 4)
+        epoch = r.broker_epoch  # type: ignore[attr-defined]
+        await c.request(beat(1, epoch), 1)
+        writers = []
+        for _ in range(3):
+            _, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(_SIZE.pack(budget // 3 + 1) + b"x")
+            await w.drain()
+            writers.append(w)
+        fenced, slowest = False, 0.0
+        for _ in range(12):
+            t0 = time.perf_counter()
+            _, hb = await c.request(beat(1, epoch), 1, timeout=5)
+            slowest = max(slowest, time.perf_counter() - t0)
+            fenced |= bool(hb.is_fenced) or hb.error_code != 0  # type: ignore[attr-defined]
+            await asyncio.sleep(0.5)
+        for w in writers:
+            w.transport.abort()
+        return fenced, slowest
+
+
+def umr_of(brokers: int) -> UpdateMetadataRequest:
+    return UpdateMetadataRequest(controller_id=0, controller_epoch=1, broker_epoch=-1, live_brokers=[
+        UpdateMetadataBroker(id=i, endpoints=[UpdateMetadataEndpoint(port=9092, host="localhost", listener="PLAINTEXT")])
+        for i in range(brokers)])
+
+
+def attack_6(args: argparse.Namespace, figures: list[Figure]) -> bool:
+    """Eight big UpdateMetadata requests at once: memory within the budget's bound, and given back."""
+    budget = 256 * MiB
+    frame, _n = big_umr_frame(args.umr_mb, 1)
+
+    async def send_all(port: int) -> float:
+        clients = [await FrameClient.connect("127.0.0.1", port) for _ in range(args.umr_clients)]
+        for c in clients:
+            c.writer.write(frame)
+        await asyncio.gather(*(c.writer.drain() for c in clients))
+        for c in clients:
+            await asyncio.wait_for(c.read_frame(), args.timeout)
+        t = time.perf_counter()
+        for c in clients:
+            await c.close()
+        return t
+
+    with Broker() as b:
+        time.sleep(0.5)
+        before = rss_mib(b.proc.pid)
+        last = asyncio.run(send_all(b.port))
+        peak = rss_mib(b.proc.pid, "VmHWM") - before
+        time.sleep(max(0.0, last + 10 - time.perf_counter()))
+        after = rss_mib(b.proc.pid) - before
+    bound = (budget + 2 * len(frame)) / MiB
+    met = peak <= bound and after <= 2 * len(frame) / MiB
+    print(f"6. {args.umr_clients} clients each send a {len(frame) / 1e6:.0f} MB UpdateMetadata at once: peak RSS "
+          f"+{peak:,.0f} MiB (bound: budget + 2 x the frame = {bound:,.0f} MiB, ratio {peak / bound:.2f}); 10 s after the "
+          f"last answer +{after:,.0f} MiB; target within the bound and given back: {'met' if met else 'NOT met'} "
+          f"({load()})")
+    figures.append(Figure(what=f"peak RSS growth, {args.umr_clients} x {len(frame) / 1e6:.0f} MB UpdateMetadata at once",
+                          value=peak, unit="MiB", peer="budget + 2 x the frame", peer_value=bound, ratio=peak / bound,
+                          ratio_of="peak / bound", target="<= 1x, and given back within 10 s", met=met))
+    figures.append(Figure(what="RSS growth 10 s after the last of those answers", value=after, unit="MiB"))
+    return met
+
+
+def stop_replica_frame(name_len: int, partitions: int, cid: int = 1) -> bytes:
+    req = StopReplicaRequest(controller_id=0, controller_epoch=1, broker_epoch=-1,
+                             topics=[StopReplicaTopicV1(name="t" * name_len, partition_indexes=list(range(partitions)))])
+    return encode_request(req, 1, cid, "attack")
+
+
+def attack_7(figures: list[Figure]) -> bool:
+    """A StopReplica asking for a 3.3 GB answer under a 1.5 GiB address-space cap: a close and one line."""
+    frame = stop_replica_frame(32000, 100_000)
+
+    async def ask(port: int) -> tuple[bool, float, float]:
+        t0 = time.perf_counter()
+        async with await FrameClient.connect("127.0.0.1", port) as c:
+            await c.send_raw(frame)
+            try:
+                await asyncio.wait_for(c.read_frame(), 120)
+                closed = False
+            except ConnectionError:
+                closed = True
+        took = time.perf_counter() - t0
+        return closed, took, await probe(port)
+
+    with Broker(address_space=3 * MiB * 512) as b:
+        closed, took, after = asyncio.run(ask(b.port))
+    lines = [x for x in b.stderr.splitlines() if "MemoryError" in x]
+    met = closed and len(lines) == 1
+    print(f"7. a {len(frame) / 1e6:.1f} MB StopReplica asking for a {32000 * 100_000 / 1e9:.1f} GB answer, broker "
+          f"under a 1.5 GiB address-space cap: {'closed' if closed else 'ANSWERED'} after {took:.1f} s with "
+          f"{len(lines)} log line(s) naming the MemoryError; the next client answered in {after * 1000:.0f} ms; target a "
+          f"close and one line: {'met' if met else 'NOT met'} ({load()})")
+    figures.append(Figure(what="a 3.2 GB StopReplica answer under a memory cap: seconds to the close", value=took,
+                          unit="s", target="a close and one log line", met=met))
+    return met
+
+
+def attack_8(figures: list[Figure]) -> bool:
+    """20 connections each asking for a 100 MB StopReplica answer, read slowly; a probe meanwhile."""
+    frame = stop_replica_frame(10_000, 10_000)
+    budget = 256
+
+    async def run(port: int) -> tuple[float, float]:
+        clients = [await FrameClient.connect("127.0.0.1", port) for _ in range(20)]
+        for c in clients:
+            await c.send_raw(frame)
+        await asyncio.sleep(2.0)
+        lat = await probe(port)
+        for c in clients:
+            await asyncio.wait_for(c.read_frame(), 300)
+            await c.close()
+        return lat, 0.0
+
+    with Broker() as b:
+        time.sleep(0.5)
+        before = rss_mib(b.proc.pid)
+        lat, _ = asyncio.run(run(b.port))
+        peak = rss_mib(b.proc.pid, "VmHWM") - before
+    answer = 10_000 * 10_008 / MiB
+    bound = budget + 2 * answer
+    met = peak <= bound and lat <= 1.0
+    print(f"8. 20 connections each ask for a {answer:.0f} MiB StopReplica answer: peak RSS +{peak:,.0f} MiB (bound: "
+          f"budget + 2 answers = {bound:,.0f} MiB, ratio {peak / bound:.2f}; 20 answers would be {20 * answer:,.0f} MiB); "
+          f"a probe meanwhile answered in {lat * 1000:.0f} ms; target within the bound, probe <= 1 s: "
+          f"{'met' if met else 'NOT met'} ({load()})")
+    figures.append(Figure(what="peak RSS growth, 20 connections asking for 95 MiB StopReplica answers", value=peak,
+                          unit="MiB", peer="budget + 2 answers", peer_value=bound, ratio=peak / bound,
+                          ratio_of="peak / bound", target="<= 1x", met=met))
+    return met
+
+
+def attack_9(args: argparse.Namespace, figures: list[Figure]) -> bool:
+    """Flooding clients pipelining small requests; a polite client's p99 against its p99 alone."""
+    one = encode_request(small_umr(), 8, 1, "flood")
+    flood = one * args.flood_requests
+
+    async def polite(port: int, n: int = 300) -> list[float]:
+        out = []
+        async with await FrameClient.connect("127.0.0.1", port) as c:
+            for _ in range(n):
+                t0 = time.perf_counter()
+                await c.request(small_umr(), 8, timeout=60)
+                out.append(time.perf_counter() - t0)
+        return out
+
+    async def flooded(port: int) -> list[float]:
+        flooders = [await FrameClient.connect("127.0.0.1", port) for _ in range(args.flooders)]
+
+        async def drain(c: FrameClient) -> None:
+            for _ in range(args.flood_requests):
+                await c.read_frame()
+
+        for c in flooders:
+            c.writer.write(flood)
+        readers = [asyncio.ensure_future(drain(c)) for c in flooders]
+        await asyncio.sleep(0.2)
+        lat = await polite(port)
+        await asyncio.wait_for(asyncio.gather(*readers), 300)
+        for c in flooders:
+            await c.close()
+        return lat
+
+    def p99(xs: list[float]) -> float:
+        return sorted(xs)[int(len(xs) * 0.99) - 1]
+
+    with Broker() as b:
+        alone = p99(asyncio.run(polite(b.port)))
+        under = p99(asyncio.run(flooded(b.port)))
+    ratio = under / alone
+    met = ratio <= 5
+    print(f"9. {args.flooders} clients x {args.flood_requests:,} pipelined requests: a polite client's p99 "
+          f"{under * 1000:.1f} ms against {alone * 1000:.1f} ms alone, ratio {ratio:.1f}x; target <= 5x: "
+          f"{'met' if met else 'NOT met'} ({load()}; the flooders run in this process)")
+    figures.append(Figure(what=f"a polite client's p99 under {args.flooders} flooding clients", value=under, unit="s",
+                          peer="its p99 alone", peer_value=alone, ratio=ratio, ratio_of="p99", target="<= 5x", met=met))
+    return met
+
+
+def attack_10(figures: list[Figure]) -> bool:
+    """Fake ids kept alive by heartbeats on a few connections; a new broker; heartbeat CPU vs broker count.
+    The fakes stay fenced (metadata offset 0): in contact, so never forgotten for being out of touch,
+    and the controller's side (cluster.py) does not try to connect to them; what unfenced fakes cost
+    there is that side's, not the endpoint's."""
+    async def lockout(port: int, fakes: int) -> int:
+        conns = [await FrameClient.connect("127.0.0.1", port) for _ in range(4)]
+        for i in range(fakes):
+            c = conns[i % 4]
+            _, r = await c.request(registration(i), 4)
+            await c.request(beat(i, r.broker_epoch, 0), 1)  # type: ignore[attr-defined]
+        async with await FrameClient.connect("127.0.0.1", port) as real:
+            _, r = await real.request(registration(10**6), 4)
+        for c in conns:
+            await c.close()
+        return int(r.error_code)  # type: ignore[attr-defined]
+
+    async def beats(port: int, brokers: int, n: int, pid: int) -> float:
+        async with await FrameClient.connect("127.0.0.1", port) as c:
+            epochs = []
+            for i in range(brokers):
+                _, r = await c.request(registration(i), 4)
+                epochs.append(r.broker_epoch)  # type: ignore[attr-defined]
+            cpu0 = cpu_seconds(pid)
+            for k in range(n):
+                await c.request(beat(k % brokers, epochs[k % brokers], 0), 1)
+            return (cpu_seconds(pid) - cpu0) / n
+
+    with Controller("--max-brokers", "1000", "--session-timeout-ms", "600000") as c:
+        code = asyncio.run(lockout(c.port, 1000))
+    with Controller("--session-timeout-ms", "600000") as c:
+        few = asyncio.run(beats(c.port, 100, 5000, c.proc.pid))
+    with Controller("--session-timeout-ms", "600000") as c:
+        many = asyncio.run(beats(c.port, 2000, 5000, c.proc.pid))
+    ratio = many / few
+    met = code == 0 and ratio <= 1.5
+    print(f"10. 1,000 fake ids kept alive (fenced, heartbeating) on 4 connections (--max-brokers 1000): a new broker on its own connection is "
+          f"answered {code} (0: a fake gave way); controller CPU per heartbeat with 2,000 brokers {many * 1e6:.0f} us "
+          f"against {few * 1e6:.0f} us with 100, ratio {ratio:.2f}x; target 0 and <= 1.5x: {'met' if met else 'NOT met'} "
+          f"({load()})")
+    figures.append(Figure(what="controller CPU per heartbeat, 2,000 brokers", value=many, unit="s",
+                          peer="100 brokers", peer_value=few, ratio=ratio, ratio_of="CPU per heartbeat",
+                          target="<= 1.5x, and a new broker registers past 1,000 fake ids", met=met))
+    return met
+
+
+def attack_11(figures: list[Figure]) -> bool:
+    """Decoded size over frame size per api, worst shapes (tracemalloc), against the server's table."""
+    import gc
+    import tracemalloc
+
+    from ctrlbatch.sim.server import DECODED_RATIO
+
+    shapes: dict[int, tuple[str, Any, int]] = {
+        6: ("UpdateMetadata, brokers without endpoints", UpdateMetadataRequest(
+            controller_epoch=1, broker_epoch=1, live_brokers=[UpdateMetadataBroker(id=i + 1000) for i in range(50_000)]), 8),
+        5: ("StopReplica v0 partitions", StopReplicaRequest(controller_epoch=1, broker_epoch=1, ungrouped_partitions=[
+            StopReplicaPartitionV0(topic_name="", partition_index=p + 1000) for p in range(50_000)]), 0),
+        4: ("LeaderAndIsr, bare partitions", LeaderAndIsrRequest(controller_epoch=1, broker_epoch=1, topic_states=[
+            LeaderAndIsrTopicState(topic_name="t", topic_id=uuid.uuid4(), partition_states=[
+                LeaderAndIsrPartitionState(partition_index=p + 1000) for p in range(50_000)])]), 7),
+        62: ("BrokerRegistration, empty listeners", BrokerRegistrationRequest(
+            broker_id=1, cluster_id="c", incarnation_id=uuid.uuid4(),
+            listeners=[Listener(name="", host="", port=1) for _ in range(50_000)]), 4),
+        63: ("BrokerHeartbeat, offline dirs", BrokerHeartbeatRequest(
+            broker_id=1, broker_epoch=3, offline_log_dirs=[uuid.uuid4() for _ in range(50_000)]), 1),
+    }
+    met = True
+    for key, (what, msg, version) in shapes.items():
+        frame = encode_request(msg, version, 1, "c")[4:]
+        gc.collect()
+        tracemalloc.start()
+        decoded = decode_request(frame)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        del decoded
+        ratio = peak / len(frame)
+        ok = ratio <= DECODED_RATIO[key]
+        met &= ok
+        print(f"11. decoded / frame bytes, {what} ({len(frame) / 1e6:.1f} MB): {ratio:.1f}x; the server reserves "
+              f"{DECODED_RATIO[key]}x: {'covered' if ok else 'NOT covered'} ({load()})")
+        figures.append(Figure(what=f"decoded / frame bytes, {what}", value=ratio, unit="x",
+                              peer="DECODED_RATIO", peer_value=DECODED_RATIO[key], target="covered", met=ok))
+    return met
+
+
+def attack_12(figures: list[Figure]) -> bool:
+    """Clients that pipeline requests and a bad frame, then leave: log bytes per byte they sent."""
+    good = encode_request(small_umr(), 8, 1, "c") * 500
+    bad = _SIZE.pack(10**9)
+
+    async def run(port: int) -> int:
+        sent = 0
+        for _ in range(200):
+            c = await FrameClient.connect("127.0.0.1", port)
+            c.writer.write(good + bad)
+            sent += len(good) + len(bad)
+            c.writer.transport.abort()
+        await asyncio.sleep(1.0)
+        return sent
+
+    with Broker(verbose=True) as b:
+        sent = asyncio.run(run(b.port))
+    logged = len(b.stderr.encode())
+    ratio = logged / sent
+    met = ratio <= 0.01
+    print(f"12. 200 clients each pipeline 500 requests and a bad frame and leave: the broker logged {logged:,} bytes for "
+          f"{sent:,} bytes sent ({ratio:.4f} bytes per byte); target <= 0.01: {'met' if met else 'NOT met'} ({load()})")
+    figures.append(Figure(what="log bytes per byte sent by clients that pipeline and leave", value=ratio, unit="x",
+                          target="<= 0.01", met=met))
+    return met
 
 
 if __name__ == "__main__":

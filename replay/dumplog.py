@@ -170,7 +170,7 @@ def read_dump(
         nonlocal open_bad
         if open_bad is not None:
             index, first = open_bad
-            stats.corrupt[index] = attrs.evolve(stats.corrupt[index], span=(first, end - first))
+            stats.corrupt.amend(index, (first, end - first))
             open_bad = None
 
     def finish(number: int) -> LogBatch | None:
@@ -246,7 +246,7 @@ def read_dump(
             except LineError as e:
                 skipped(e.reason, number)
                 if head is not None and open_bad is None:  # the rest of this batch is dropped with it
-                    open_bad = (len(stats.corrupt) - 1, batch_at)
+                    open_bad = (stats.corrupt_count - 1, batch_at)
                 bad_batch = head is not None
         close_bad(number + 1)
         try:

@@ -5,10 +5,15 @@ offset for binary input, a line for text input) and why. With skip_corrupt the r
 the same facts as a Corrupt value in ReadStats instead of raising: nothing is dropped silently
 (so skipping needs the caller's ReadStats: stats_for).
 Both survive pickling (the Spark engine ships them between processes).
+- What was skipped is kept bounded (SkippedLog): every skip is counted, by kind (its reason with
+  digits masked, at most KINDS_KEPT kinds, the rest under one key), with the input it dropped
+  (bytes, lines); only the first CORRUPT_KEPT (100) are kept in full. So four million bad lines
+  cost a few counters, not gigabytes, and the summary stays a few kilobytes.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
 from typing import Any, Literal
 
@@ -98,6 +103,88 @@ class Corrupt:
         return f"{text} (skipped {length:,} {noun}{at})"
 
 
+CORRUPT_KEPT = 100
+"""Skipped pieces kept in full (the first ones); the rest are counted (module rules)."""
+KINDS_KEPT = 100
+_OTHER_KINDS = "(other reasons)"
+_DIGITS = re.compile(r"\d+")
+
+
+class SkippedLog(list[Corrupt]):
+    """The first CORRUPT_KEPT skipped pieces (a list), and counters over all of them: ``total``,
+    ``kinds`` (reason with digits masked -> count), ``bytes`` and ``lines`` dropped."""
+
+    def __init__(self, items: list[Corrupt] | None = None) -> None:
+        super().__init__()
+        self.total = 0
+        self.kinds: Counter[str] = Counter()
+        self.bytes = 0
+        self.lines = 0
+        for c in items or ():
+            self.add(c)
+
+    def _kind(self, kind: str, n: int = 1) -> None:
+        if kind not in self.kinds and len(self.kinds) >= KINDS_KEPT:
+            kind = _OTHER_KINDS
+        self.kinds[kind] += n
+
+    def add(self, c: Corrupt) -> None:
+        self.total += 1
+        self._kind(_DIGITS.sub("#", c.reason)[:120])
+        self._dropped(c.unit, c.span, 1)
+        if len(self) < CORRUPT_KEPT:
+            self.append(c)
+
+    def _dropped(self, unit: Unit, span: tuple[int, int] | None, sign: int) -> None:
+        if span is not None:
+            if unit == "byte":
+                self.bytes += sign * span[1]
+            else:
+                self.lines += sign * span[1]
+
+    def amend(self, index: int, span: tuple[int, int]) -> None:
+        """The piece counted index-th (0-based) dropped span after all (a dump batch's lines)."""
+        if index < len(self):
+            old = self[index]
+            self._dropped(old.unit, old.span, -1)
+            self._dropped(old.unit, span, 1)
+            self[index] = attrs.evolve(old, span=span)
+
+    def merge(self, other: SkippedLog) -> None:
+        room = CORRUPT_KEPT - len(self)
+        if room > 0:
+            self.extend(other[:room])
+        self.total += other.total
+        self.bytes += other.bytes
+        self.lines += other.lines
+        for k, n in other.kinds.items():
+            self._kind(k, n)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_log, (list(self), self.total, dict(self.kinds), self.bytes, self.lines))
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "count": self.total,
+            "kinds": dict(self.kinds.most_common()),
+            "skipped_bytes": self.bytes,
+            "skipped_lines": self.lines,
+            "listed": len(self),
+            "first": [str(c) for c in self],
+        }
+
+
+def _rebuild_log(items: list[Corrupt], total: int, kinds: dict[str, int], nbytes: int, lines: int) -> SkippedLog:
+    log = SkippedLog()
+    log.extend(items)
+    log.total, log.kinds, log.bytes, log.lines = total, Counter(kinds), nbytes, lines
+    return log
+
+
+def _skipped_log(value: SkippedLog | list[Corrupt]) -> SkippedLog:
+    return value if isinstance(value, SkippedLog) else SkippedLog(value)
+
+
 def stats_for(skip_corrupt: bool, stats: ReadStats | None) -> ReadStats:
     """The counters a reader fills: skipping corrupt input needs the caller's, or the skipped
     input would be counted where nobody reads it (silently lost)."""
@@ -121,14 +208,15 @@ class ReadStats:
     records: Counter[str] = attrs.field(factory=Counter)
     noops: int = 0
     control_records: Counter[str] = attrs.field(factory=Counter)
-    corrupt: list[Corrupt] = attrs.field(factory=list)
+    corrupt: SkippedLog = attrs.field(factory=SkippedLog, converter=_skipped_log)
+    """The first CORRUPT_KEPT pieces skipped, with counters over all (SkippedLog)."""
     unprinted: Counter[str] = attrs.field(factory=Counter)
     """Control records a text input names without their body (kafka-dump-log's LEADER_CHANGE)."""
 
     def __repr__(self) -> str:
         return (
             f"ReadStats(batches={self.batches}, records={sum(self.records.values())}, "
-            f"noops={self.noops}, corrupt={len(self.corrupt)})"
+            f"noops={self.noops}, corrupt={self.corrupt.total})"
         )
 
     def skip_or_raise(
@@ -138,12 +226,17 @@ class ReadStats:
         the span of bytes dropped for it, if any)."""
         if not skip_corrupt:
             raise err from None
-        self.corrupt.append(err.as_corrupt(span))
+        self.corrupt.add(err.as_corrupt(span))
+
+    @property
+    def corrupt_count(self) -> int:
+        """Pieces skipped, all of them (``corrupt`` lists the first CORRUPT_KEPT)."""
+        return self.corrupt.total
 
     @property
     def skipped_bytes(self) -> int:
         """Bytes of binary input dropped by skip_corrupt, over every span."""
-        return sum(c.span[1] for c in self.corrupt if c.span is not None and c.unit == "byte")
+        return self.corrupt.bytes
 
     def merge(self, other: ReadStats) -> None:
         self.batches += other.batches
@@ -151,7 +244,7 @@ class ReadStats:
         self.records.update(other.records)
         self.noops += other.noops
         self.control_records.update(other.control_records)
-        self.corrupt.extend(other.corrupt)
+        self.corrupt.merge(other.corrupt)
         self.unprinted.update(other.unprinted)
 
     def to_dict(self) -> dict[str, object]:
@@ -162,6 +255,9 @@ class ReadStats:
             "noops": self.noops,
             "control_records": dict(sorted(self.control_records.items())),
             "corrupt": [str(c) for c in self.corrupt],
+            "corrupt_count": self.corrupt.total,
+            "corrupt_kinds": dict(self.corrupt.kinds.most_common()),
             "skipped_bytes": self.skipped_bytes,
+            "skipped_lines": self.corrupt.lines,
             "unprinted_control_records": dict(sorted(self.unprinted.items())),
         }

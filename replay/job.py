@@ -137,7 +137,7 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
             summary, stats, rows = _run_local(run_job, history, out)
         else:
             summary, stats, rows, plan = _run_spark(run_job, out, phases)
-        if stats.batches == 0 and not stats.corrupt:
+        if stats.batches == 0 and not stats.corrupt_count:
             raise CommandError(f"{job.path}: the input is empty: it holds no record batch to replay")
         outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller, plan)
         if out is not None:
@@ -313,7 +313,7 @@ def format_summary(outcome: ReplayOutcome) -> str:
     lines = [
         f"ctrlbatch replay: {outcome.job.path} ({outcome.job.engine} engine, {outcome.seconds:.1f} s)",
         f"read: {stats.batches:,} batches, {sum(stats.records.values()):,} records, {stats.noops:,} NoOps "
-        f"skipped, {len(stats.corrupt):,} corrupt skipped",
+        f"skipped, {stats.corrupt_count:,} corrupt skipped",
         *(f"  corrupt: {c}" for c in stats.corrupt[:MAX_BROKER_LINES]),
         f"deltas: {deltas['total']:,} ({deltas['with_requests']:,} with requests, "
         f"{deltas['without_requests']:,} without)",

@@ -6,11 +6,14 @@ Rules of this module:
   ``with`` block by an exception, SIGINT or SIGTERM) removes the temporary directory and leaves
   ``DIR`` untouched. commit() and abort() run with SIGINT and SIGTERM blocked, so a signal cannot
   cut a rename or a removal in half; it is delivered when they are done.
-- The output is never someone else's data. commit() writes a marker, ``MARKER``, listing every
-  file of the output. An existing ``DIR`` is replaced only if it is empty or holds that marker
-  and exactly the files it lists (no symbolic link, no other file or directory): a directory
-  with anybody else's summary.json, or a previous output with a file added, is refused in one
-  line. Nothing outside ``DIR`` is touched but the two siblings ``DIR.tmp-*`` and ``DIR.old-*``
+- The output is never someone else's data. commit() writes a marker, ``MARKER``, tied to the run
+  that wrote it: a run id and, for every file of the output, its size and SHA-256. An existing
+  ``DIR`` is replaced only if it is empty or holds such a marker and only files it lists, each of
+  the listed size and digest (no symbolic link, no other file or directory): a directory with
+  anybody else's summary.json, a previous output with a file added or changed, or a marker
+  written by hand (or by an older ctrlbatch, whose marker had no digests) is refused in one line,
+  and nothing is deleted. Checking a previous output reads it whole (SHA-256 runs at about
+  2 GB/s a core). Nothing outside ``DIR`` is touched but the two siblings ``DIR.tmp-*`` and ``DIR.old-*``
   that live only during the run; a missing parent directory is refused, not created.
 - requests/ holds Parquet files with the columns of ``rows.REQUEST_SCHEMA``; the local engine
   writes them here through ``ParquetRows`` (streaming, bounded memory), and so does each Spark
@@ -26,12 +29,14 @@ Rules of this module:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
 import signal
 import stat
 import tempfile
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -128,8 +133,9 @@ class OutputDir:
             return self.path
         with _signals_deferred():
             try:
-                files = sorted(_own_files(self.tmp))
-                (self.tmp / MARKER).write_text(json.dumps({"written_by": _MARKER_TOOL, "files": files}) + "\n")
+                files = {name: _digest(self.tmp / name) for name in sorted(_own_files(self.tmp))}
+                doc = {"written_by": _MARKER_TOOL, "run": uuid.uuid4().hex, "files": files}
+                (self.tmp / MARKER).write_text(json.dumps(doc) + "\n")
                 refusal = foreign_reason(self.path)
                 if refusal is not None:
                     raise CommandError(f"{self.path}: {refusal} (it appeared during the run); the output is not written")
@@ -162,6 +168,25 @@ def _own_files(root: Path) -> Iterator[str]:
                 yield os.path.relpath(full, root).replace(os.sep, "/")
 
 
+def _digest(path: Path) -> dict[str, Any]:
+    """{"bytes": size, "sha256": hex digest} of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+            size += len(block)
+    return {"bytes": size, "sha256": h.hexdigest()}
+
+
+def _unlike(path: Path, name: str, listed: object) -> bool:
+    """Does the file differ from what the marker lists for it (size first: cheap)?"""
+    if not isinstance(listed, dict) or not isinstance(listed.get("bytes"), int) or not isinstance(listed.get("sha256"), str):
+        return True
+    full = path / name
+    return full.stat().st_size != listed["bytes"] or _digest(full) != listed
+
+
 def foreign_reason(path: Path) -> str | None:
     """Why ``path`` may not be replaced by an output (None: it does not exist, is empty, or is a
     previous output of this program with exactly the files its marker lists)."""
@@ -185,16 +210,21 @@ def foreign_reason(path: Path) -> str | None:
             return f"exists and its {MARKER} is not this program's"
         doc = json.loads(marker.read_text(encoding="utf-8"))
         listed = doc.get("files") if isinstance(doc, dict) and doc.get("written_by") == _MARKER_TOOL else None
-        if not isinstance(listed, list):
-            return f"exists and its {MARKER} is not this program's"
+        if not isinstance(listed, dict) or not isinstance(doc.get("run"), str):
+            return (f"exists and its {MARKER} is not this program's (it lists no digests of the files a run "
+                    "wrote: written by hand or by an older ctrlbatch)")
         found = set(_own_files(path)) - {MARKER}
+        extra = sorted(found - set(listed))
+        if extra:
+            more = f" and {len(extra) - 1} more" if len(extra) > 1 else ""
+            return f"holds files this program did not write ({extra[0][:200]!r}{more})"
+        changed = sorted(name for name in found if _unlike(path, name, listed[name]))
     except (OSError, ValueError) as e:  # unreadable, a symlink inside, bad JSON
         detail = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
         return f"exists and cannot be checked as a replay output ({detail})"
-    extra = sorted(found - set(listed))
-    if extra:
-        more = f" and {len(extra) - 1} more" if len(extra) > 1 else ""
-        return f"holds files this program did not write ({extra[0][:200]!r}{more})"
+    if changed:
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        return f"holds files that are not what this program wrote ({changed[0][:200]!r}{more} changed since)"
     return None
 
 

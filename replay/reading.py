@@ -8,8 +8,10 @@ Rules of this module:
   after a batch is the ReadFrom at which a later read goes on exactly as this one would.
 - Every batch read is checked, in this order (kafka-metadata-log-format.md section 4):
   1. dense offsets (binary logs): a batch starts where the one before it ended; a gap or an
-     overlap names the batch, or with skip_corrupt is one counted entry, unless a corrupt batch
-     skipped just before already explains it;
+     overlap names the batch. With skip_corrupt a batch that starts before the offset expected (a
+     repeated or overlapping batch) is skipped whole and reported with its span, never applied
+     again; a gap is one counted entry (the batch after it is applied: nothing was skipped),
+     unless a corrupt batch skipped just before already explains it;
   2. epochs: the partitionLeaderEpoch never goes down along the log, and a new epoch begins with
      a LeaderChange control batch (KafkaRaftClient appends one when a leader takes office)
      wherever the retained log shows the change, that is after the first batch read. The epoch
@@ -17,6 +19,11 @@ Rules of this module:
      batch, or with skip_corrupt the batch is skipped and its span reported. Text inputs check
      only what they show: an epoch below 0 is unknown (a JSON line may omit it), and any control
      batch may open an epoch (kafka-dump-log does not print a LeaderChange's body).
+- File names are checked against the offsets inside: a segment read from its start must begin
+  with a batch at the base offset its 20-digit name gives (unless a corrupt batch was skipped
+  before it), and a log read to its end must reach the snapshot's end offset (``snapshot``: the
+  file naming it). A lie is an error naming the file, even with skip_corrupt: the names decide
+  the order of the segments and where the history starts, so nothing after them can be trusted.
 - Then batches are trimmed to the history's start offset (a snapshot's end: earlier records are
   dropped, a batch ending before it is not yielded) and counted in ``stats``: its counters hold
   what was yielded; ``stats.corrupt`` everything skipped, read or not yielded.
@@ -29,6 +36,7 @@ Rules of this module:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from typing import Literal
 
@@ -43,6 +51,7 @@ __all__ = ["LogReader", "OffsetCheck", "EpochCheck", "Position", "ReadFrom", "te
 Kind = Literal["log", "checkpoint", "jsonl", "dump"]
 TEXT_KINDS: tuple[Kind, ...] = ("jsonl", "dump")
 Position = tuple[int, int]  # (segment index, byte position in that segment)
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 
 
 @attrs.frozen(slots=True)
@@ -62,8 +71,9 @@ class ReadFrom:
 
 class OffsetCheck:
     """Binary logs have dense offsets (every offset is a record): a batch must start where the
-    one before it ended. A gap or overlap is an error naming the batch, or with skip_corrupt one
-    counted entry, unless a corrupt batch skipped just before already explains it."""
+    one before it ended. A gap or overlap is an error naming the batch; with skip_corrupt an
+    overlapping batch is skipped (``see`` returns False) and reported, a gap is one counted entry
+    unless a corrupt batch skipped just before already explains it (module rules, check 1)."""
 
     __slots__ = ("corrupt", "expected", "skip_corrupt", "stats")
 
@@ -71,22 +81,29 @@ class OffsetCheck:
         self.stats = stats
         self.skip_corrupt = skip_corrupt
         self.expected = expected
-        self.corrupt = len(stats.corrupt)
+        self.corrupt = stats.corrupt_count
 
-    def see(self, batch: LogBatch) -> None:
-        corrupt = self.stats.corrupt
-        if self.expected >= 0 and batch.base_offset != self.expected:
-            gap = (
-                "go backwards"
-                if batch.base_offset < self.expected
-                else f"skip {self.expected}..{batch.base_offset - 1}"
+    def see(self, batch: LogBatch, span: tuple[int, int] | None = None) -> bool:
+        """Check a batch whose base offset is not the one expected; False: skip it (span: its bytes)."""
+        stats = self.stats
+        if self.expected >= 0 and batch.base_offset < self.expected:
+            err = ReplayInputError(
+                batch.source, batch.position,
+                f"offsets go backwards: the batch starts at {batch.base_offset}, {self.expected} was expected "
+                "(a repeated batch, or a segment that overlaps)",
             )
-            err = ReplayInputError(batch.source, batch.position, f"offsets {gap}: a segment overlaps or is missing")
+            stats.skip_or_raise(err, self.skip_corrupt, span=span)
+            self.corrupt = stats.corrupt_count
+            return False
+        if self.expected >= 0 and batch.base_offset != self.expected:
+            err = ReplayInputError(batch.source, batch.position,
+                                   f"offsets skip {self.expected}..{batch.base_offset - 1}: a segment overlaps or is missing")
             if not self.skip_corrupt:
                 raise err
-            if len(corrupt) == self.corrupt:
-                corrupt.append(err.as_corrupt())
-        self.expected, self.corrupt = batch.last_offset + 1, len(corrupt)
+            if stats.corrupt_count == self.corrupt:
+                stats.skip_or_raise(err, True)
+        self.expected, self.corrupt = batch.last_offset + 1, stats.corrupt_count
+        return True
 
 
 def _opens_epoch(batch: LogBatch, text: bool) -> bool:
@@ -155,7 +172,7 @@ class LogReader:
     offset order (none for text inputs, which are read whole from source)."""
 
     __slots__ = ("_at", "_segment", "begin", "epochs", "kind", "offsets", "segments", "skip_corrupt",
-                 "source", "start_offset", "stats", "stop")
+                 "snapshot", "source", "start_offset", "stats", "stop")
 
     def __init__(
         self,
@@ -168,8 +185,9 @@ class LogReader:
         skip_corrupt: bool = False,
         begin: ReadFrom | None = None,
         stop: Position | None = None,
+        snapshot: str | None = None,
     ) -> None:
-        self.source, self.kind, self.segments = source, kind, segments
+        self.source, self.kind, self.segments, self.snapshot = source, kind, segments, snapshot
         self.start_offset, self.stats, self.skip_corrupt = start_offset, stats, skip_corrupt
         self.begin = ReadFrom() if begin is None else begin
         self.stop = stop
@@ -211,18 +229,40 @@ class LogReader:
             self._at = SegmentReader(
                 self.segments[i], skip_corrupt=self.skip_corrupt, stats=self.stats, start=pos, stop=end, count=False
             )
-            yield from self._at
+            named = _SEGMENT_NAME.match(os.path.basename(self.segments[i])) if pos == 0 else None
+            if named is None:
+                yield from self._at
+                continue
+            it, before = iter(self._at), self.stats.corrupt_count
+            first = next(it, None)
+            if first is not None:
+                base = int(named.group(1))
+                if first.base_offset != base and self.stats.corrupt_count == before:
+                    raise ReplayInputError(
+                        self.segments[i], first.position,
+                        f"the file name says the segment starts at offset {base}, but its first batch starts at "
+                        f"{first.base_offset}: the name does not match the segment",
+                    )
+                yield first
+            yield from it
+        if stop is None and self.snapshot is not None and self.offsets is not None:
+            reached = self.offsets.expected
+            if 0 <= reached < self.start_offset:
+                raise ReplayInputError(
+                    self.snapshot, 0,
+                    f"the snapshot's name says it ends at offset {self.start_offset}, but the log ends at offset "
+                    f"{reached}: the name does not match the log",
+                )
 
     def __iter__(self) -> Iterator[LogBatch]:
         offsets, epochs, stats, start = self.offsets, self.epochs, self.stats, self.start_offset
-        corrupt = stats.corrupt
         for batch in self._read():
             # Each check's usual case inline (module rules), the check itself otherwise.
             if offsets is not None:
                 if batch.base_offset == offsets.expected:
-                    offsets.expected, offsets.corrupt = batch.last_offset + 1, len(corrupt)
-                else:
-                    offsets.see(batch)
+                    offsets.expected, offsets.corrupt = batch.last_offset + 1, stats.corrupt_count
+                elif not offsets.see(batch, self._span(batch)):
+                    continue
             e = batch.epoch
             if e < 0 or e != epochs.epoch:
                 problem = epochs.problem(batch)

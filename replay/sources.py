@@ -6,6 +6,9 @@ A directory is a `__cluster_metadata-0` directory, or a data directory holding o
 segments are read in base-offset order (the 20-digit names). A snapshot `<end>-<epoch>.checkpoint`
 holds the state before offset `end` (exclusive); the history then continues with the log
 batches whose last offset is >= end (records before end are dropped from a straddling batch).
+Names are checked against what the files hold: a snapshot's batches carry the epoch of its name
+(Kafka writes a snapshot at its epoch); segment names and the snapshot's end are checked by the
+reading loop (reading.py).
 Without a snapshot, a log that does not start at offset 0 is refused: its state is missing; so are
 offsets that go backwards or skip (an overlapping or missing segment) unless skip_corrupt.
 Every file is checked before it is opened (input_file): only readable regular files are read, so a
@@ -129,8 +132,15 @@ class Snapshot:
             it = read_segment(self.path, skip_corrupt=skip_corrupt, stats=stats)
         else:
             it = _text_batches(self.path, kind, skip_corrupt, stats)
+        named = _CHECKPOINT.match(os.path.basename(self.path)) is not None
         last: LogBatch | None = None
         for batch in it:
+            if named and batch.epoch >= 0 and batch.epoch != self.epoch:
+                raise ReplayInputError(
+                    self.path, batch.position,
+                    f"the file name says epoch {self.epoch}, but the snapshot's batch has epoch {batch.epoch} "
+                    "(a snapshot is written at its epoch): the name does not match the snapshot",
+                )
             if last is None and not _has_control(batch, SNAPSHOT_HEADER):
                 raise ReplayInputError(
                     self.path, batch.position, "a snapshot starts with a SnapshotHeader control batch"
@@ -188,6 +198,7 @@ class History:
         return LogReader(
             source=self.source, kind=kind, segments=segments, start_offset=self.start_offset,
             stats=self.stats, skip_corrupt=self.skip_corrupt, begin=begin, stop=stop,
+            snapshot=self.snapshot.path if self.snapshot is not None else None,
         )
 
 

@@ -2,7 +2,9 @@
 
 Rules:
 - Only LeaderAndIsr, StopReplica and UpdateMetadata are enabled on this (ZooKeeper broker)
-  listener; anything else closes the connection (server.py has the framing rules).
+  listener, and ApiVersions (api_versions.py); anything else closes the connection (server.py has
+  the framing rules). Answers that repeat topic names are budgeted before they are encoded
+  (broker_state.answer_bytes).
 - Faults (``BrokerFaults``, changeable at any time): ``close_at`` request ordinals (1-based, over
   the broker's life) are dropped unanswered and unapplied with the connection closed;
   ``hang_up_at`` ordinals are applied and answered, then the connection is closed;
@@ -30,7 +32,7 @@ import attrs
 from ctrlbatch.requests import DecodedRequest
 from ctrlbatch.requests.model import Message
 
-from .broker_state import CONTROL_APIS, BrokerState, Prepared, error_response
+from .broker_state import CONTROL_APIS, BrokerState, Prepared, answer_bytes, error_response
 from .errors import Errors
 from .handler_threads import StateChangeLock
 from .server import Connection, FrameServer, Served, ServerLimits
@@ -103,7 +105,7 @@ class SimulatedBroker(Served):
         self.ordinal = 0
         self.state_lock = StateChangeLock()
         self.server = FrameServer(f"broker {broker_id}", CONTROL_APIS, self._handle, host=host, port=port,
-                                  max_request_bytes=max_request_bytes, limits=limits,
+                                  max_request_bytes=max_request_bytes, limits=limits, answer_bytes=answer_bytes,
                                   **({} if decoder is None else {"decode": decoder.decode}))
         self._refuse_task: asyncio.Task[None] | None = None
 

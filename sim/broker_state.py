@@ -12,6 +12,10 @@ Rules (kafka-broker-control-requests.md, cited §):
 - Partitions are None (absent), Online (in ``partitions``) or Offline (``offline``: a failed log
   dir, a fault switch). A LeaderAndIsr creates an Online partition before its checks (RM:1968).
 - Responses list partitions in request order (Kafka uses hash-map order; nobody may rely on it).
+- ``answer_bytes(response)``: about how many bytes a response encodes to, for the answers that repeat
+  a topic name per partition (StopReplica, LeaderAndIsr before v5): a request naming a topic once
+  for a million partitions gets an answer a million times longer, which the server must budget
+  before encoding it (server.py). Other answers are small next to their requests: 0.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ from ctrlbatch.requests.model import Message
 from .errors import Errors
 from .metadata_cache import CachedBroker, MetadataCache, alive_brokers
 
-__all__ = ["BrokerState", "HostedPartition", "Prepared", "StopReplicaItem", "error_response", "stop_replica_items"]
+__all__ = ["BrokerState", "HostedPartition", "Prepared", "StopReplicaItem", "answer_bytes", "error_response",
+           "stop_replica_items"]
 
 Prepared = dict[int, CachedBroker] | None
 """What ``BrokerState.prepare`` computes from a request alone: an UpdateMetadata's live brokers."""
@@ -141,6 +146,24 @@ def stop_replica_response(code: int, results: Iterable[tuple[TopicPartition, int
     return StopReplicaResponse(error_code=code, partition_errors=[
         StopReplicaPartitionError(topic_name=tp.topic, partition_index=tp.partition, error_code=c) for tp, c in results
     ])
+
+
+_ENTRY_BYTES = 16  # a partition error's fixed fields and lengths, rounded up
+
+
+def answer_bytes(response: Message) -> int:
+    """An upper estimate of the encoded answer's size when it repeats topic names (module rules), else 0."""
+    if isinstance(response, StopReplicaResponse | LeaderAndIsrResponse) and response.partition_errors:
+        sizes: dict[str, int] = {}
+        total = 0
+        for e in response.partition_errors:
+            name = e.topic_name
+            n = sizes.get(name)
+            if n is None:
+                n = sizes[name] = len(name.encode("utf-8", "surrogatepass")) + _ENTRY_BYTES
+            total += n
+        return total
+    return 0
 
 
 # StopReplica answers these at top level with no partition entries (KafkaApis:321-328, RM:499-504).

@@ -1,8 +1,10 @@
 """ControllerEndpoint: ControllerState behind an asyncio server on 127.0.0.1 (the controller listener).
 
 Rules:
-- Only BrokerRegistration (62) and BrokerHeartbeat (63) are enabled on this listener; anything
-  else closes the connection, as in server.py. Replies go out at once: every record is
+- Only BrokerRegistration (62) and BrokerHeartbeat (63) are enabled on this listener, and
+  ApiVersions (api_versions.py: a real broker asks it first); anything else closes the
+  connection, as in server.py. The connection a request came on is its source for the
+  max_brokers rule (controller_state.py: fake ids cannot lock new brokers out). Replies go out at once: every record is
   "committed" when written (kafka-broker-registration.md §2 step 6, with an instant log).
 - Never silence: every request decoded here gets its answer, and one that cannot be decoded
   closes the connection. A failure anywhere after the state changed (a callback that raises)
@@ -160,9 +162,9 @@ class ControllerEndpoint(Served):
         leader_epoch = self.state.leader_epoch
         try:
             if isinstance(body, BrokerRegistrationRequest):
-                response, events = self.state.register(body, self.now_ms())
+                response, events = self.state.register(body, self.now_ms(), source=conn.number)
             elif isinstance(body, BrokerHeartbeatRequest):
-                response, events = self.state.heartbeat(body, self.now_ms(), received_ms=received_ms)
+                response, events = self.state.heartbeat(body, self.now_ms(), received_ms=received_ms, source=conn.number)
             else:  # the server only lets 62 and 63 through
                 return None
         except Exception as e:  # a bug: UNKNOWN_SERVER_ERROR and a failover, as QuorumController does (EHEI:67-101, QC:551-553)

@@ -20,14 +20,26 @@ Rules (kafka-broker-registration.md, cited §):
 - A registration is checked completely before anything changes; only then is it applied.
 - Bounded and amortised O(1) per request: ``max_brokers`` bounds the registrations. A new broker
   id beyond it takes the place of a fenced registration out of contact for a whole session
-  time-out, if there is one (FORGOTTEN); otherwise it is refused with
-  POLICY_VIOLATION (44), the error Kafka's controller gives an operation that would exceed one of
+  time-out, if there is one (FORGOTTEN); else of the oldest-contact registration of the source
+  (the connection, ``source``) that keeps the most broker ids alive, if that source keeps more than
+  one and is not the newcomer's (FORGOTTEN too). Why: fake ids kept alive by heartbeats must not
+  lock new brokers out for good, and the controller cannot tell a fake id from a real one by what
+  it sends; but a Kafka broker speaks for itself only, over a channel of its own
+  (BrokerLifecycleManager's), so ids beyond one per connection are the first to give way. An
+  attacker must then hold one connection per id, which max.connections bounds. Otherwise it is
+  refused with POLICY_VIOLATION (44), the error Kafka's controller gives an operation that would exceed one of
   its bounds (EventHandlerExceptionInfo maps BoundedListTooLongException to
   PolicyViolationException, EHEI:67-101; no failover, and the broker retries). Kafka itself has no
   such bound. Sessions are kept in two insertion-ordered maps (unfenced, fenced), each oldest
   contact first, as BrokerHeartbeatManager keeps its unfenced list (BHM:453-465); log dirs in an
   index from dir to owner. So neither a registration nor a heartbeat nor the expiry check scans
   every broker (except a controlled-shutdown heartbeat, which needs the lowest active offset).
+- A registration's size is bounded as Kafka bounds it: its BrokerRegistrationRecord must fit in
+  one raft batch (KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB; BatchAccumulator.append throws
+  RecordBatchTooLargeException, an ApiException answered as is: RECORD_LIST_TOO_LARGE (18), no
+  failover, EHEI:70-73). ``max_registration_bytes`` (that by default) is compared with the
+  record's size estimated from the request (listeners, features, log dirs, rack), checked first
+  among the semantic checks so that nothing is built for an over-large one.
 - Time never goes backwards here: a ``now_ms`` below the latest seen counts as the latest (the
   endpoint's clock is monotonic); that keeps the ordered maps sorted by contact.
 """
@@ -51,11 +63,14 @@ from ctrlbatch.requests import (
 
 from .errors import Errors
 
-__all__ = ["BrokerEvent", "ControlState", "ControllerConfig", "ControllerState", "EventKind", "Registration"]
+__all__ = ["BrokerEvent", "ControlState", "ControllerConfig", "ControllerState", "EventKind", "Registration",
+           "registration_record_bytes"]
 
 METADATA_VERSION = "metadata.version"
 KNOWN_SECURITY_PROTOCOLS = frozenset({0, 1, 2, 3})
 DEFAULT_MAX_BROKERS = 10000
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+"""KafkaRaftClient.MAX_BATCH_SIZE_BYTES: a record larger than this cannot be written (3.9)."""
 
 
 class ControlState(enum.Enum):
@@ -109,6 +124,8 @@ class ControllerConfig:
     """Finalized levels besides metadata.version (kraft.version is 0 in a static 3.9 quorum)."""
     max_brokers: int = DEFAULT_MAX_BROKERS
     """At most this many registrations (broker ids) are kept; see the module rules."""
+    max_registration_bytes: int = MAX_BATCH_SIZE_BYTES
+    """A registration whose record would be larger is answered RECORD_LIST_TOO_LARGE (18)."""
 
     def __attrs_post_init__(self) -> None:
         if not self.cluster_id:
@@ -119,6 +136,8 @@ class ControllerConfig:
             raise ValueError(f"heartbeat_interval_ms must be > 0, got {self.heartbeat_interval_ms}")
         if self.max_brokers < 1:
             raise ValueError(f"max_brokers must be >= 1, got {self.max_brokers}")
+        if self.max_registration_bytes < 1:
+            raise ValueError(f"max_registration_bytes must be >= 1, got {self.max_registration_bytes}")
 
     def finalized(self) -> dict[str, int]:
         levels = dict(self.finalized_features)
@@ -150,6 +169,19 @@ class Registration:
         return not self.state.fenced and self.last_contact_ms + timeout_ms >= now_ms
 
 
+_RECORD_FIXED = 64  # broker id, epoch, incarnation id, flags, lengths: rounded up
+_LISTENER_FIXED = 8  # port, security protocol, lengths
+_FEATURE_FIXED = 6  # min and max versions, length
+
+
+def registration_record_bytes(req: BrokerRegistrationRequest) -> int:
+    """About the serialized size of the BrokerRegistrationRecord a registration writes (module rules)."""
+    size = _RECORD_FIXED + 16 * len(req.log_dirs) + len((req.rack or "").encode("utf-8", "surrogatepass"))
+    size += sum(len(x.name.encode("utf-8", "surrogatepass")) + len(x.host.encode("utf-8", "surrogatepass"))
+                + _LISTENER_FIXED for x in req.listeners)
+    return size + sum(len(f.name.encode("utf-8", "surrogatepass")) + _FEATURE_FIXED for f in req.features)
+
+
 def _reserved_dir(d: uuid.UUID) -> bool:
     """DirectoryId reserved ids: most significant 64 bits 0 and least significant < 100."""
     return d.int >> 64 == 0 and (d.int & ((1 << 64) - 1)) < 100
@@ -176,6 +208,13 @@ class ControllerState:
         of contact for a session, the first one has (the eviction order)."""
         self._dir_owner: dict[uuid.UUID, int] = {}
         self._latest_ms = 0
+        self._source_of: dict[int, object] = {}
+        """broker id -> the source (connection) that last registered or heartbeated for it."""
+        self._ids_of: dict[object, OrderedDict[int, None]] = {}
+        """source -> its broker ids, oldest contact first."""
+        self._sources_by_count: dict[int, dict[object, None]] = {}
+        """n -> the sources keeping n broker ids alive (to find the one with the most in O(1))."""
+        self._most = 0
 
     def __repr__(self) -> str:
         return f"ControllerState({self.config.cluster_id!r}, {len(self.registrations)} brokers, next offset {self.next_offset})"
@@ -212,7 +251,56 @@ class ControllerState:
             self._queue_of(state)[reg.broker_id] = None
         reg.state = state
 
+    def _count_moved(self, source: object, old: int, new: int) -> None:
+        if old:
+            bucket = self._sources_by_count[old]
+            del bucket[source]
+            if not bucket:
+                del self._sources_by_count[old]
+                if self._most == old and new < old:
+                    self._most = old - 1
+        if new:
+            self._sources_by_count.setdefault(new, {})[source] = None
+            self._most = max(self._most, new)
+
+    def _attribute(self, broker_id: int, source: object) -> None:
+        """broker_id was heard from source now (its oldest-contact order there moves to the end)."""
+        if source is None:
+            return
+        was = self._source_of.get(broker_id)
+        if was is not None and was != source:
+            self._unattribute(broker_id)
+        ids = self._ids_of.setdefault(source, OrderedDict())
+        if broker_id in ids:
+            ids.move_to_end(broker_id)
+            return
+        ids[broker_id] = None
+        self._source_of[broker_id] = source
+        self._count_moved(source, len(ids) - 1, len(ids))
+
+    def _unattribute(self, broker_id: int) -> None:
+        source = self._source_of.pop(broker_id, None)
+        if source is None:
+            return
+        ids = self._ids_of[source]
+        del ids[broker_id]
+        self._count_moved(source, len(ids) + 1, len(ids))
+        if not ids:
+            del self._ids_of[source]
+
+    def _crowded(self, newcomer: object) -> int | None:
+        """The oldest-contact id of the source keeping the most ids alive (more than one, not the
+        newcomer's source; a tie with it goes to the other): the slot a new id takes when nothing
+        fenced is evictable (module rules)."""
+        if self._most < 2:
+            return None
+        for source in self._sources_by_count[self._most]:  # the newcomer's own source at the top gets nothing
+            if source != newcomer:
+                return next(iter(self._ids_of[source]))
+        return None
+
     def _forget(self, broker_id: int) -> Registration:
+        self._unattribute(broker_id)
         reg = self.registrations.pop(broker_id)
         self._fenced.pop(broker_id, None)
         self._unfenced.pop(broker_id, None)
@@ -223,8 +311,10 @@ class ControllerState:
 
     # ------------------------------------------------------------------ registration
 
-    def _check_registration(self, req: BrokerRegistrationRequest, now_ms: int) -> int:
+    def _check_registration(self, req: BrokerRegistrationRequest, now_ms: int, source: object = None) -> int:
         cfg = self.config
+        if registration_record_bytes(req) > cfg.max_registration_bytes:
+            return Errors.RECORD_LIST_TOO_LARGE
         if req.cluster_id != cfg.cluster_id:
             return Errors.INCONSISTENT_CLUSTER_ID
         existing = self.registrations.get(req.broker_id)
@@ -244,16 +334,18 @@ class ControllerState:
             return Errors.UNKNOWN_SERVER_ERROR
         if not self._features_supported(req):
             return Errors.UNSUPPORTED_VERSION
-        if existing is None and len(self.registrations) >= cfg.max_brokers and self._evictable(now_ms) is None:
+        if existing is None and len(self.registrations) >= cfg.max_brokers and self._evictable(now_ms, source) is None:
             return Errors.POLICY_VIOLATION
         return Errors.NONE
 
-    def _evictable(self, now_ms: int) -> int | None:
+    def _evictable(self, now_ms: int, source: object = None) -> int | None:
         """The registration a new broker id may replace at max_brokers: see the module rules."""
         for broker_id in self._fenced:  # the first only: O(1)
             reg = self.registrations[broker_id]
-            return broker_id if reg.last_contact_ms + self.config.session_timeout_ms < now_ms else None
-        return None
+            if reg.last_contact_ms + self.config.session_timeout_ms < now_ms:
+                return broker_id
+            break
+        return self._crowded(source)
 
     def _bad_log_dirs(self, req: BrokerRegistrationRequest) -> bool:
         dirs = req.log_dirs
@@ -274,13 +366,15 @@ class ControllerState:
             return False
         return all(level == 0 for name, level in finalized.items() if name not in listed and name != METADATA_VERSION)
 
-    def register(self, req: BrokerRegistrationRequest, now_ms: int) -> tuple[BrokerRegistrationResponse, list[BrokerEvent]]:
+    def register(self, req: BrokerRegistrationRequest, now_ms: int,
+                 source: object = None) -> tuple[BrokerRegistrationResponse, list[BrokerEvent]]:
+        """source: where the request came from (the connection), for the max_brokers rule."""
         if self.deny_cluster_action:
             return BrokerRegistrationResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED), []
         if not self.active:
             return BrokerRegistrationResponse(error_code=Errors.NOT_CONTROLLER), []
         now_ms = self._now(now_ms)
-        code = self._check_registration(req, now_ms)
+        code = self._check_registration(req, now_ms, source)
         if code == Errors.UNKNOWN_SERVER_ERROR:
             self.renounce(now_ms)
         if code != Errors.NONE:
@@ -289,7 +383,7 @@ class ControllerState:
         events: list[BrokerEvent] = []
         existing = self.registrations.get(req.broker_id)
         if existing is None and len(self.registrations) >= self.config.max_brokers:
-            victim = self._evictable(now_ms)
+            victim = self._evictable(now_ms, source)
             assert victim is not None  # _check_registration made sure
             gone = self._forget(victim)
             events.append(BrokerEvent(EventKind.FORGOTTEN, gone.broker_id, gone.epoch))
@@ -317,6 +411,7 @@ class ControllerState:
         for d in record_dirs:
             self._dir_owner[d] = req.broker_id
         self._touch(reg, now_ms)
+        self._attribute(req.broker_id, source)
         events.append(BrokerEvent(kind, reg.broker_id, reg.epoch))
         return BrokerRegistrationResponse(error_code=Errors.NONE, broker_epoch=reg.epoch), events
 
@@ -352,7 +447,7 @@ class ControllerState:
         return ControlState.SHUTDOWN_NOW
 
     def heartbeat(
-        self, req: BrokerHeartbeatRequest, now_ms: int, *, received_ms: int | None = None
+        self, req: BrokerHeartbeatRequest, now_ms: int, *, received_ms: int | None = None, source: object = None
     ) -> tuple[BrokerHeartbeatResponse, list[BrokerEvent]]:
         """received_ms: when the heartbeat was read, if it then waited in the event queue. Past its
         deadline (half the heartbeat interval) the answer is REQUEST_TIMED_OUT (7) and the broker's
@@ -380,6 +475,7 @@ class ControllerState:
             events.append(BrokerEvent(_EVENT_OF_STATE[nxt], reg.broker_id, reg.epoch))
             self._set_state(reg, nxt)
         self._touch(reg, now_ms)
+        self._attribute(reg.broker_id, source)
         reg.metadata_offset = req.current_metadata_offset
         return BrokerHeartbeatResponse(
             error_code=Errors.NONE, is_caught_up=req.current_metadata_offset >= reg.record_offset,

@@ -12,7 +12,8 @@ Rules:
 - ``SafeFilter`` is a logging.Filter for a handler: it applies a RateLimiter to every record
   and replaces control characters in the formatted message by escapes (tracebacks, which are
   formatted separately, keep their lines). ``install(quiet)`` puts it on the root logger's
-  handlers; ``quiet`` shows errors only.
+  handlers; ``quiet`` shows errors only. ``safe_logging_installed()`` tells whether it was (a server
+  then leaves the rate limiting to it, so that no line is counted twice).
 - ``loop_exception_handler`` is an asyncio loop exception handler with the same limits: the
   first failure of a kind goes to the loop's default handler with its traceback, repeats are
   counted and summarised in one line (accept() failing for lack of file descriptors repeats
@@ -30,7 +31,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["RateLimiter", "SafeFilter", "describe", "install", "loop_exception_handler", "quote", "sanitize"]
+__all__ = ["RateLimiter", "SafeFilter", "describe", "install", "loop_exception_handler", "quote", "safe_logging_installed",
+           "sanitize"]
 
 _log = logging.getLogger("ctrlbatch.sim.log")
 _DIGITS = re.compile(r"\d+")
@@ -150,6 +152,12 @@ def install(quiet: bool = False, limiter: RateLimiter | None = None) -> SafeFilt
             handler.removeFilter(old)
         handler.addFilter(flt)
     return flt
+
+
+def safe_logging_installed() -> bool:
+    """Does a SafeFilter guard every handler of the root logger (``install`` was called)?"""
+    handlers = logging.getLogger().handlers
+    return bool(handlers) and all(any(isinstance(f, SafeFilter) for f in h.filters) for h in handlers)
 
 
 def loop_exception_handler(limiter: RateLimiter | None = None) -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:

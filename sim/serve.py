@@ -10,8 +10,8 @@ a summary of its repeats, instead of a traceback per try.
   ``listening on`` line on: the handlers are installed before that line is printed, stay installed
   while the server stops, and ``run_serving`` ignores both once the loop is gone.
 - Connections (both servers, Kafka's names): --max-request-bytes, --queued-max-request-bytes,
-  --connections-max-idle-ms, --max-connections become a ServerLimits (``add_connection_options``,
-  ``connection_limits``).
+  --connections-max-idle-ms, --max-connections, and --frame-timeout-ms (ours) become a ServerLimits
+  (``add_connection_options``, ``connection_limits``).
 - File descriptors: ``raise_fd_limit`` lifts the soft RLIMIT_NOFILE to the hard one at start-up, so
   that a thousand idle clients do not leave none for the next; it says so on stderr when it cannot.
 """
@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from ctrlbatch.common import CommandError
 
 from .loopback import check_loopback
+from .safe_log import install as install_safe_logging
 from .safe_log import loop_exception_handler
 from .server import ServerLimits
 
@@ -83,6 +84,9 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
                         help="connections.max.idle.ms: close a connection idle this long; -1: never (default %(default)s)")
     parser.add_argument("--max-connections", type=int, default=d.max_connections,
                         help="max.connections: close a new connection beyond this many (default %(default)s: unlimited)")
+    parser.add_argument("--frame-timeout-ms", type=int, default=d.frame_timeout_ms,
+                        help="close a connection whose request frame is not complete this long after its first byte "
+                             "(ours: Kafka has no such limit); -1: never (default %(default)s)")
 
 
 _LIMIT_OPTIONS = {
@@ -90,6 +94,7 @@ _LIMIT_OPTIONS = {
     "queued_max_request_bytes": "--queued-max-request-bytes",
     "connections_max_idle_ms": "--connections-max-idle-ms",
     "max_connections": "--max-connections",
+    "frame_timeout_ms": "--frame-timeout-ms",
 }
 
 
@@ -162,8 +167,11 @@ async def start_and_announce(server: _Server, host: str, port: int) -> None:
 
 
 def configure_logging(verbose: bool) -> None:
+    """Log lines to stderr, each rate-limited and escaped (safe_log.install): a client that sends
+    bad frames and leaves, thousands of times, costs a few lines, not one per frame."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_safe_logging()
 
 
 def announce(host: str, port: int) -> None:

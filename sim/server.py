@@ -4,21 +4,45 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
 - One asyncio BufferedProtocol per connection. A size prefix < 0 or above ``max_request_bytes``
   (socket.request.max.bytes) closes the connection at once, before the frame is read or
   allocated; no response is sent.
-- Memory: a frame's size is reserved in the server's MemoryPool (queued.max.request.bytes) when
-  its prefix is read, and the frame is read straight into a buffer of exactly that size (no
-  growth, no copy); the reservation is released once the frame is decoded. While a reservation
-  waits, the connection is not read (memory_pool.py has the rules). Small frames are parsed out
-  of one scratch buffer shared by the server's connections; a connection keeps at most the bytes
-  of one such read while it waits.
+- One request in flight per connection, as Kafka does (it mutes a channel from a request's read to
+  its response's send, SS:1163-1165, SS:1197-1198). At a frame boundary one read takes at most
+  SCRATCH_BYTES (a prefix and a small frame) into a buffer shared by the server's connections and
+  is parsed at once; a big frame's bytes go straight into its own buffer. While a request is in
+  flight, at most one read more is kept (stashed: a pipelining client, counted in ``pipelined``
+  with any byte already there when the answer is written, FIONREAD), then the connection is not
+  read until the answer is written and the client has read it down to the transport's low-water
+  mark. So the loop serves each ready connection one step per round, and a flooding client cannot
+  delay a polite one (benchmarks/server_attack_bench.py, attack 9, measures it).
+- Memory, two pools of ``queued_max_request_bytes`` (queued.max.request.bytes) each, memory_pool.py:
+  ``pool`` counts bytes actually received: a frame of more than SMALL_FRAME_BYTES (16 KiB; every
+  heartbeat and any registration within the controller's bounds is smaller) grows in steps of
+  64 KiB doubling up to 1 MiB, each reserved before it is read, so a size prefix alone holds
+  64 KiB; smaller frames are always admitted (``take``), so heartbeats never wait behind big
+  requests. One frame at a time may overshoot the budget (the pool's overdraft), so frames that
+  share out the budget between them cannot wait for each other for ever. ``handling`` holds, from a frame's last byte until its answer is written, the decoded
+  request's estimated size (frame bytes x DECODED_RATIO of its api), or, once it is handled, its
+  answer's bytes (``answer_bytes``, for answers that repeat a topic name per partition); a big
+  request waits for each with its connection muted. The frame's own bytes go back to ``pool``
+  once it is decoded. So a server holds about 2 x the budget plus its largest request (one bigger than the budget is handled
+  alone), plus SMALL_FRAME_BYTES x (1 + ratio) per connection.
+- DECODED_RATIO: the decoded request's peak traced memory over its frame bytes, measured for the
+  worst shapes found (tracemalloc, CPython 3.11; server_attack_bench's attack 11 prints them):
+  UpdateMetadata 19.7 (brokers without endpoints), StopReplica 18.6 (v0 partitions), BrokerRegistration
+  13.8 (empty listeners), BrokerHeartbeat 8.3 (offline dirs), LeaderAndIsr 7.9 (bare partitions);
+  the table keeps about 10% above them.
+- A frame must be complete within ``frame_timeout_ms`` of its first byte (ours; Kafka has no such
+  limit, and its idle limit alone lets one byte per period hold a reservation for ever): else the
+  connection is closed and what it held is released.
 - A frame whose api key is not enabled on this listener, whose version is out of range, or whose
-  body does not decode closes the connection without a response.
-- Requests of one connection are handled strictly one after another (Kafka mutes a connection
-  until its response is written). A frame that arrives while an earlier one is unanswered is
-  queued (at most READ_AHEAD frames, then the connection is not read) and counted in
-  ``pipelined`` (a controller must never do that). A reply the client does not read stops the
-  connection's handling until the transport's buffer drains.
-- A frame of ``offload_request_bytes`` or more is decoded, handled and answered on a handler
-  thread (handler_threads.py), so that the loop keeps serving other connections meanwhile.
+  body does not decode closes the connection without a response. ApiVersions (18) is answered by
+  the server itself on every listener (api_versions.py has Kafka's rules).
+- Every request ends in an answer or a close: any exception while decoding, handling or encoding
+  it (a MemoryError too) closes the connection with one log line, rate-limited per kind of line
+  (safe_log.RateLimiter: repeats are counted and summarised in the next line), so a client that
+  pipelines and leaves costs a few lines, not one per request.
+- A frame of ``offload_request_bytes`` or more is decoded, handled and encoded on a handler
+  thread (handler_threads.py), so that the loop keeps serving other connections meanwhile; once the
+  last such request is answered, the C heap is trimmed so its memory goes back to the system.
 - The server hands each decoded request to ``handler(conn, decoded) -> Awaitable[Message | None]``
   (``conn.offload`` says whether the frame was big); None means "close the connection without
   answering" (a fault); a handler that sets ``conn.hang_up_after_reply`` gets its reply written,
@@ -31,10 +55,13 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
 
 from __future__ import annotations
 
+import array
 import asyncio
 import collections
+import fcntl
 import logging
 import struct
+import termios
 import time
 from collections.abc import Awaitable, Callable
 
@@ -44,9 +71,11 @@ from ctrlbatch.requests import DecodedRequest, DecodeError, decode_request, enco
 from ctrlbatch.requests.errors import UnsupportedVersionError
 from ctrlbatch.requests.model import Message
 
-from .handler_threads import run_in_handler_thread
+from .api_versions import API_VERSIONS_KEY, api_versions_answer
+from .handler_threads import release_free_memory, run_in_handler_thread
 from .loopback import check_loopback
 from .memory_pool import UNLIMITED, MemoryPool
+from .safe_log import RateLimiter, describe, kind_of, safe_logging_installed
 
 __all__ = ["Connection", "FrameServer", "Served", "ServerLimits", "ServerStats"]
 
@@ -54,9 +83,19 @@ _log = logging.getLogger("ctrlbatch.sim.server")
 
 Handler = Callable[["Connection", DecodedRequest], Awaitable[Message | None]]
 _SIZE = struct.Struct(">i")
-SCRATCH_BYTES = 65536
-READ_AHEAD = 16
+_KEY_VERSION = struct.Struct(">hh")
 INT32_MAX = 2**31 - 1
+SMALL_FRAME_BYTES = 16384
+"""Frames up to this size are always admitted (module rules)."""
+SCRATCH_BYTES = 4 + SMALL_FRAME_BYTES
+"""A read at a frame boundary takes at most a prefix and a small frame."""
+CHUNK_BYTES = 1 << 20
+"""A big frame's buffer grows by at most this much at a time, each step reserved before it is read."""
+FIRST_CHUNK_BYTES = 1 << 16
+"""Its first step: all a size prefix alone holds (the steps then double up to CHUNK_BYTES)."""
+DECODED_RATIO: dict[int, int] = {4: 9, 5: 21, 6: 22, 18: 4, 62: 15, 63: 9}
+"""api key -> decoded request bytes per frame byte, at most (module rules); 22 for other keys."""
+DEFAULT_RATIO = 22
 
 
 def _at_least(low: int, *, or_minus_one: bool = False) -> Callable[[object, attrs.Attribute[int], int], None]:
@@ -75,13 +114,16 @@ class ServerLimits:
     max_request_bytes: int = attrs.field(default=104857600, validator=_at_least(0))
     """socket.request.max.bytes: a larger frame closes the connection."""
     queued_max_request_bytes: int = attrs.field(default=268435456, validator=_at_least(1, or_minus_one=True))
-    """queued.max.request.bytes: request bytes held by all connections at once (Kafka's default is -1)."""
+    """queued.max.request.bytes: request bytes received, and (separately) requests being handled, at
+    once over all connections (Kafka's default is -1)."""
     connections_max_idle_ms: int = attrs.field(default=600000, validator=_at_least(1, or_minus_one=True))
     """connections.max.idle.ms: an idle connection is closed after this long."""
     max_connections: int = attrs.field(default=INT32_MAX, validator=_at_least(0))
     """max.connections: a new connection beyond this many is closed."""
     offload_request_bytes: int = attrs.field(default=262144, validator=_at_least(0))
     """Frames this big or bigger are decoded and handled on a handler thread (ours, not Kafka's)."""
+    frame_timeout_ms: int = attrs.field(default=30000, validator=_at_least(1, or_minus_one=True))
+    """A frame not complete this long after its first byte closes the connection (ours, not Kafka's)."""
 
 
 LATENCY_WINDOW = 65_536  # service latencies kept for the statistics: the latest requests
@@ -104,25 +146,49 @@ class ServerStats:
     refused_connections: int = 0  # beyond max_connections
     idle_closed: int = 0  # closed after connections_max_idle_ms
     offloaded: int = 0  # frames decoded and handled on a handler thread
+    failed: int = 0  # requests whose decoding, handling or encoding raised: closed
+    slow_frames: int = 0  # closed after frame_timeout_ms
+
+
+def _unread(fd: int) -> int:
+    """Bytes received on a socket and not yet read (FIONREAD); 0 if it cannot say."""
+    out = array.array("i", [0])
+    try:
+        fcntl.ioctl(fd, termios.FIONREAD, out, True)
+    except OSError:
+        return 0
+    return out[0]
+
+
+def decoded_estimate(frame: bytes | bytearray | memoryview) -> int:
+    """What a frame's decoded request may take (bytes): its size times its api's DECODED_RATIO."""
+    key = _KEY_VERSION.unpack_from(frame, 0)[0] if len(frame) >= 4 else -1
+    return len(frame) * DECODED_RATIO.get(key, DEFAULT_RATIO)
 
 
 class Connection(asyncio.BufferedProtocol):
-    """One accepted connection: reads frames, answers them one at a time."""
+    """One accepted connection: reads one frame, answers it, then reads the next (module rules)."""
 
     def __init__(self, server: FrameServer, number: int) -> None:
         self.server = server
         self.number = number
         self.transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
-        self._head = bytearray()  # the size prefix being read
-        self._body: bytearray | None = None  # the frame being read, allocated at its full size
-        self._got = 0
-        self._wanted = 0  # a frame size waiting for the pool
-        self._stash = b""  # bytes read past a frame whose reservation waits
-        self._pending: collections.deque[tuple[bytearray, float]] = collections.deque()
+        self._head = bytearray(4)  # the size prefix being read
+        self._head_got = 0
+        self._body: bytearray | None = None  # the frame being read
+        self._size = 0  # its size
+        self._got = 0  # bytes of it read
+        self._granted = 0  # bytes of it reserved in the pool (its buffer grows to this in get_buffer)
+        self._wanted = 0  # a chunk waiting for the pool
+        self._started = 0.0  # when the frame's first byte (its prefix) was read, plus pool waits
+        self._wait_began = 0.0
+        self._stash = b""  # bytes read past a frame while it is handled (a pipelining client): at most one read
+        self._into_scratch = False  # the last get_buffer was the server's scratch buffer
         self._task: asyncio.Task[None] | None = None
+        self._handled = 0  # bytes this connection holds in the server's handling pool
+        self._fd = -1
         self._reading = True
-        self._handling = False
         self._closing = False
         self._can_write = asyncio.Event()
         self._can_write.set()
@@ -144,26 +210,22 @@ class Connection(asyncio.BufferedProtocol):
         server = self.server
         if len(server.connections) >= server.limits.max_connections:
             server.stats.refused_connections += 1
-            _log.warning("%s: max.connections (%d) reached; closing the new connection", self,
-                         server.limits.max_connections)
+            server.line(logging.WARNING, "%s: max.connections (%d) reached; closing the new connection", self,
+                        server.limits.max_connections)
             transport.abort()
             return
         server.connections.add(self)
         server.stats.connections += 1
+        sock = transport.get_extra_info("socket")
+        self._fd = sock.fileno() if sock is not None else -1
 
     def connection_lost(self, exc: Exception | None) -> None:
         server = self.server
         server.connections.discard(self)
         self.transport = None
-        if self._wanted:
-            server.pool.cancel(self)
-            self._wanted = 0
-        elif self._body is not None:
-            server.pool.release(len(self._body))
-        self._body = None
+        self._drop_frame()
         if self._task is not None and not self._task.done():
-            self._task.cancel()
-        self._release_pending()  # a task cancelled before its first step runs no finally
+            self._task.cancel()  # its finally gives back what it holds
         self._can_write.set()
         if not self.closed.done():
             self.closed.set_result(None)
@@ -176,95 +238,49 @@ class Connection(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint: int) -> memoryview:
         body = self._body
-        if body is not None and self._got < len(body):
-            return memoryview(body)[self._got:]  # straight into the frame: the read stops at its end
-        return self.server.scratch
+        if body is None:
+            if self._head_got == 0 and not self._stash:
+                self._into_scratch = True  # a frame boundary: a prefix and a small frame in one read
+                return self.server.scratch
+            return memoryview(self._head)[self._head_got:]
+        if len(body) < self._granted:  # grow here: asyncio has dropped its view of the last buffer
+            body.extend(bytes(self._granted - len(body)))
+        return memoryview(body)[self._got:self._granted]
 
     def buffer_updated(self, nbytes: int) -> None:
         self.server.stats.bytes_in += nbytes
         self.last_active = self._loop.time()
-        body = self._body
-        if body is not None and self._got < len(body):
-            self._got += nbytes
-            if self._got == len(body):
-                self._frame_done()
-        else:
+        if self._into_scratch:
+            self._into_scratch = False
             self._feed(self.server.scratch[:nbytes])
+        elif self._body is not None:
+            self._got += nbytes
+            if self._got == self._size:
+                self._frame_done()
+            elif self._got == self._granted:
+                self._more()
+        else:
+            self._head_got += nbytes
+            if self._head_got == 4 and not self._in_flight:
+                self._next_frame()
         self._update_reading()
 
     def eof_received(self) -> bool | None:
-        return None  # close; the requests read so far are dropped as on a reset
+        return None  # close; a request being handled is dropped as on a reset
 
     # ------------------------------------------------------------------ framing
 
-    def _feed(self, data: memoryview) -> None:
-        """Parse bytes read into the scratch buffer: prefixes, whole small frames, the start of a big one."""
-        pos, end = 0, len(data)
-        while pos < end and not self._closing:
-            if self._wanted:  # a reservation waits: keep the rest for later
-                self._stash = bytes(data[pos:])
-                return
-            body = self._body
-            if body is None:
-                take = min(4 - len(self._head), end - pos)
-                self._head += data[pos:pos + take]
-                pos += take
-                if len(self._head) == 4:
-                    (size,) = _SIZE.unpack(self._head)
-                    self._head.clear()
-                    self._start_frame(size)
-                continue
-            take = min(len(body) - self._got, end - pos)
-            body[self._got:self._got + take] = data[pos:pos + take]
-            self._got += take
-            pos += take
-            if self._got == len(body):
-                self._frame_done()
-
-    def _start_frame(self, size: int) -> None:
-        limit = self.server.limits.max_request_bytes
-        if size < 0 or size > limit:
-            _log.warning("%s: invalid frame size %d (the limit is %d); closing the connection", self, size, limit)
-            self.server.stats.rejected_frames += 1
-            self.close()
-            return
-        if self.server.pool.reserve(size, self, self._granted):
-            self._begin(size)
-        else:
-            self._wanted = size
-
-    def _begin(self, size: int) -> None:
-        self._body = bytearray(size)
-        self._got = 0
-        if size == 0:
-            self._frame_done()
-
-    def _granted(self) -> None:
-        size, self._wanted = self._wanted, 0
-        if self.transport is None:  # closed meanwhile (cancel() normally prevents this)
-            self.server.pool.release(size)
-            return
-        self._begin(size)
-        stash, self._stash = self._stash, b""
-        if stash:
-            self._feed(memoryview(stash))
-        self._update_reading()
-
-    def _frame_done(self) -> None:
-        frame, self._body = self._body, None
-        assert frame is not None
-        self.last_active = self._loop.time()
-        if self._pending or (self._task is not None and not self._task.done()):
-            self.server.stats.pipelined += 1
-        self._pending.append((frame, time.perf_counter()))
-        if self._task is None or self._task.done():
-            self._task = self._loop.create_task(self._serve())
+    @property
+    def _in_flight(self) -> bool:
+        return self._task is not None and not self._task.done()
 
     def _update_reading(self) -> None:
+        """Read while nothing waits: not with bytes stashed, a chunk waiting for the pool, or the
+        next prefix complete while a request is in flight (module rules)."""
         t = self.transport
         if t is None or self._closing:
             return
-        want = not self._wanted and len(self._pending) < READ_AHEAD
+        want = not self._stash and not self._wanted and self._head_got < 4
         if want != self._reading:
             self._reading = want
             if want:
@@ -272,17 +288,104 @@ class Connection(asyncio.BufferedProtocol):
             else:
                 t.pause_reading()
 
-    def _release_pending(self) -> None:
+    def _feed(self, data: memoryview) -> None:
+        """Bytes read at a frame boundary: a prefix, a small frame, the start of a big one; what
+        comes after a complete frame (a pipelining client) is stashed until it is answered."""
+        pos, end = 0, len(data)
+        while pos < end and not self._closing:
+            if self._in_flight or self._wanted or self._head_got == 4:
+                self._stash = bytes(data[pos:])  # at most one read: SCRATCH_BYTES
+                return
+            body = self._body
+            if body is None:
+                if self._head_got == 0:
+                    self._started = self.last_active
+                take = min(4 - self._head_got, end - pos)
+                self._head[self._head_got:self._head_got + take] = data[pos:pos + take]
+                self._head_got += take
+                pos += take
+                if self._head_got == 4:
+                    self._next_frame()
+                continue
+            if len(body) < self._granted:
+                body.extend(bytes(self._granted - len(body)))
+            take = min(self._granted - self._got, end - pos)
+            body[self._got:self._got + take] = data[pos:pos + take]
+            self._got += take
+            pos += take
+            if self._got == self._size:
+                self._frame_done()
+            elif self._got == self._granted:
+                self._more()
+
+    def _next_frame(self) -> None:
+        """The prefix in _head is complete: start reading its frame."""
+        (size,) = _SIZE.unpack(self._head)
+        self._head_got = 0
+        limit = self.server.limits.max_request_bytes
+        if size < 0 or size > limit:
+            self.server.line(logging.WARNING, "%s: invalid frame size %d (the limit is %d); closing the connection",
+                             self, size, limit)
+            self.server.stats.rejected_frames += 1
+            self.close()
+            return
+        self._body, self._size, self._got = bytearray(), size, 0
+        if size <= SMALL_FRAME_BYTES:
+            self.server.pool.take(size)
+            self._granted = size
+            if size == 0:
+                self._frame_done()
+                return
+        else:
+            self._granted = 0
+            self._more()
+
+    def _more(self) -> None:
+        """Reserve the next chunk of a big frame; the connection is not read until it is granted."""
+        chunk = min(max(FIRST_CHUNK_BYTES, self._granted), CHUNK_BYTES, self._size - self._granted)
+        if self.server.pool.reserve(chunk, self, self._chunk_granted, progress=True):
+            self._granted += chunk
+        else:
+            self._wanted = chunk
+            self._wait_began = self._loop.time()
+
+    def _chunk_granted(self) -> None:
+        chunk, self._wanted = self._wanted, 0
+        if self.transport is None or self._body is None:  # closed meanwhile (cancel() normally prevents this)
+            self.server.pool.release(chunk)
+            return
+        self._granted += chunk
+        self._started += self._loop.time() - self._wait_began  # the wait was ours, not the client's
+        self._continue()
+
+    def _drop_frame(self) -> None:
+        """Give back what the frame being read holds (a close)."""
         pool = self.server.pool
-        while self._pending:
-            frame, _ = self._pending.popleft()
-            pool.release(len(frame))
+        if self._body is not None:
+            pool.release(self._granted)
+            self._body, self._granted = None, 0
+        pool.cancel(self)  # a waiting chunk, and the overdraft (memory_pool.py)
+        self._wanted = 0
+
+    def _frame_done(self) -> None:
+        frame, self._body = self._body, None
+        assert frame is not None
+        held, self._granted = self._granted, 0
+        # One request in flight: from here at most one read more is taken (stashed), then nothing.
+        self._task = self._loop.create_task(self._serve(frame, held, time.perf_counter()))
 
     @property
     def busy(self) -> bool:
         """A request is being handled or waits for memory: not idle, whatever the clock says. (A reply
         the client does not read is not: such a connection idles out.)"""
-        return bool(self._wanted) or self._handling
+        return bool(self._wanted) or (self._task is not None and not self._task.done() and self._can_write.is_set())
+
+    @property
+    def frame_started(self) -> float | None:
+        """When the frame being read began (loop time), or None between frames."""
+        if self._wanted:
+            return None  # waiting for the pool: not the client's time
+        return self._started if self._body is not None or 0 < self._head_got < 4 else None
 
     def close(self) -> None:
         """Close without answering what is pending (the server's side of a disconnect)."""
@@ -293,62 +396,134 @@ class Connection(asyncio.BufferedProtocol):
 
     # ------------------------------------------------------------------ handling
 
-    async def _decode(self, frame: bytearray, offload: bool) -> DecodedRequest | None:
-        server = self.server
-        try:
-            try:
-                decoded = await run_in_handler_thread(server.decode, frame) if offload else server.decode(frame)
-            finally:
-                server.pool.release(len(frame))
-        except (DecodeError, UnsupportedVersionError) as e:
-            _log.warning("%s: undecodable request (%s); closing the connection", self, e)
-            server.stats.rejected_frames += 1
-            self.close()
-            return None
-        key = decoded.header.request_api_key
-        if key not in server.api_keys:
-            _log.warning("%s: api key %d is not enabled on this listener; closing the connection", self, key)
-            server.stats.rejected_frames += 1
-            self.close()
-            return None
-        return decoded
+    async def _hold(self, size: int, small: bool) -> None:
+        """Hold size bytes of the handling pool for this request (a small one is always admitted)."""
+        pool = self.server.handling
+        if small:
+            pool.take(size)
+        else:
+            granted: asyncio.Future[None] = self._loop.create_future()
 
-    async def _serve(self) -> None:
-        stats = self.server.stats
+            def on_granted() -> None:
+                if granted.done():  # cancelled meanwhile (pool.cancel normally prevents this)
+                    pool.release(size)
+                else:
+                    granted.set_result(None)
+
+            if not pool.reserve(size, self, on_granted):
+                try:
+                    await granted
+                except BaseException:
+                    if granted.done() and not granted.cancelled():
+                        pool.release(size)  # granted just as the connection closed
+                    else:
+                        pool.cancel(self)
+                    raise
+        self._handled += size
+
+    async def _serve(self, frame: bytearray, held: int, t0: float) -> None:
+        server, stats = self.server, self.server.stats
+        stage = "decoding"
+        size = len(frame)
         try:
-            while self._pending and self.transport is not None:
-                frame, t0 = self._pending.popleft()
-                self._handling = True
-                self._update_reading()
-                self.offload = offload = len(frame) >= self.server.limits.offload_request_bytes
-                stats.offloaded += offload
-                decoded = await self._decode(frame, offload)
-                if decoded is None:
+            offload = self.offload = size >= server.limits.offload_request_bytes
+            server.offloads += offload
+            await self._hold(decoded_estimate(frame), size <= SMALL_FRAME_BYTES)
+            if size >= 4 and _KEY_VERSION.unpack_from(frame, 0)[0] == API_VERSIONS_KEY:
+                out = api_versions_answer(frame, server.api_keys)
+                del frame
+                server.pool.release(held)
+                server.pool.finish(self)
+                held = 0
+                if out is None:
+                    self._reject("a malformed ApiVersions request")
                     return
+                stats.requests[API_VERSIONS_KEY] = stats.requests.get(API_VERSIONS_KEY, 0) + 1
+            else:
+                stats.offloaded += offload
+                try:
+                    decoded = await run_in_handler_thread(server.decode, frame) if offload else server.decode(frame)
+                except (DecodeError, UnsupportedVersionError) as e:
+                    self._reject(f"an undecodable request ({e})")
+                    return
+                finally:
+                    del frame
+                    server.pool.release(held)
+                    server.pool.finish(self)
+                    held = 0
                 h = decoded.header
+                if h.request_api_key not in server.api_keys:
+                    self._reject(f"api key {h.request_api_key}, which is not enabled on this listener")
+                    return
                 stats.requests[h.request_api_key] = stats.requests.get(h.request_api_key, 0) + 1
-                response = await self.server.handler(self, decoded)
+                stage = "handling"
+                response = await server.handler(self, decoded)
+                del decoded
                 if response is None or self.transport is None:
                     self.close()
                     return
+                stage = "encoding"
+                answer = server.answer_bytes(response) if server.answer_bytes is not None else 0
+                if answer:  # the request is gone: its hold becomes the answer's (never both: no self-deadlock)
+                    server.handling.release(self._handled)
+                    self._handled = 0
+                    await self._hold(answer, answer <= SMALL_FRAME_BYTES)
                 args = (response, h.request_api_key, h.request_api_version, h.correlation_id)
-                out = await run_in_handler_thread(encode_response, *args) if offload else encode_response(*args)
-                if self.transport is None:
-                    return
-                self.transport.write(out)
-                self.last_active = self._loop.time()
-                stats.bytes_out += len(out)
-                stats.latencies.append(time.perf_counter() - t0)
-                if self.hang_up_after_reply:
-                    stats.closed_by_server += 1
-                    self._closing = True
-                    self.transport.close()  # flushes the reply first, unlike abort()
-                    return
-                self._handling = False
-                await self._can_write.wait()
+                del response
+                out = await run_in_handler_thread(server.encode, *args) if offload else server.encode(*args)
+                del args
+            if self.transport is None:
+                return
+            if self._stash or self._head_got or (self._fd >= 0 and _unread(self._fd)):
+                stats.pipelined += 1  # the next request came before this answer
+            self.transport.write(out)
+            self.last_active = self._loop.time()
+            stats.bytes_out += len(out)
+            stats.latencies.append(time.perf_counter() - t0)
+            del out
+            if self.hang_up_after_reply:
+                stats.closed_by_server += 1
+                self._closing = True
+                self.transport.close()  # flushes the reply first, unlike abort()
+                return
+            await self._can_write.wait()  # the answer is (nearly all) sent: what it held goes back
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - every request ends in an answer or a close (module rules)
+            stats.failed += 1
+            server.line(logging.ERROR, "%s: %s a request failed (%s); closing the connection", self, stage, describe(e))
+            self.close()
         finally:
-            self._release_pending()
-            self._handling = self.offload = False
+            if held:
+                server.pool.release(held)
+                server.pool.finish(self)
+            if self._handled:
+                server.handling.release(self._handled)
+                self._handled = 0
+            was_offload, self.offload = self.offload, False
+            if was_offload:
+                server.offload_done()
+        self._after_answer()
+
+    def _reject(self, what: str) -> None:
+        self.server.line(logging.WARNING, "%s: %s; closing the connection", self, what)
+        self.server.stats.rejected_frames += 1
+        self.close()
+
+    def _after_answer(self) -> None:
+        """The answer is written: go on with what was stashed or read meanwhile, then read on."""
+        if self.transport is None or self._closing:
+            return
+        self._task = None  # this request's task is ending: the next one may start
+        self._continue()
+
+    def _continue(self) -> None:
+        if self._head_got == 4 and self._body is None and not self._in_flight:
+            self._next_frame()
+        stash, self._stash = self._stash, b""
+        if stash:
+            self._feed(memoryview(stash))
+        self._update_reading()
 
 
 class FrameServer:
@@ -365,9 +540,14 @@ class FrameServer:
         max_request_bytes: int | None = None,
         limits: ServerLimits | None = None,
         decode: Callable[[bytearray], DecodedRequest] = decode_request,
+        answer_bytes: Callable[[Message], int] | None = None,
     ) -> None:
         self.name = name
         self.decode = decode
+        self.encode: Callable[[Message, int, int, int], bytes] = encode_response
+        """How answers are encoded (tests inject failures here)."""
+        self.answer_bytes = answer_bytes
+        """The bytes an answer will take, when that can be far more than its request (module rules)."""
         self.api_keys = api_keys
         self.handler = handler
         self.host = check_loopback(host)
@@ -375,15 +555,21 @@ class FrameServer:
             raise ValueError(f"port must be in 0..65535, got {port}")
         self.port = port
         self.stats = ServerStats()
+        self.limiter = RateLimiter(burst=5, interval_s=10.0)
         self.connections: set[Connection] = set()
         self.scratch = memoryview(bytearray(SCRATCH_BYTES))
+        """Shared by the connections: a read at a frame boundary lands here and is parsed at once."""
         self.limits = ServerLimits()
         self.pool = MemoryPool()
+        self.handling = MemoryPool()
         self.configure(limits or ServerLimits(), max_request_bytes=max_request_bytes)
         self._server: asyncio.Server | None = None
         self._closed_servers: list[asyncio.Server] = []
         self._idle_task: asyncio.Task[None] | None = None
         self._number = 0
+        self.offloads = 0
+        """Requests being handled on handler threads."""
+        self._trim: asyncio.Task[bool] | None = None
 
     def __repr__(self) -> str:
         return f"FrameServer({self.name}, {self.host}:{self.port}, {'listening' if self.listening else 'closed'})"
@@ -397,7 +583,30 @@ class FrameServer:
         if max_request_bytes is not None:
             limits = attrs.evolve(limits, max_request_bytes=max_request_bytes)
         self.limits = limits
-        self.pool = MemoryPool(limits.queued_max_request_bytes if limits.queued_max_request_bytes > 0 else UNLIMITED)
+        capacity = limits.queued_max_request_bytes if limits.queued_max_request_bytes > 0 else UNLIMITED
+        self.pool = MemoryPool(capacity)
+        self.handling = MemoryPool(capacity)
+
+    def line(self, level: int, message: str, *args: object) -> None:
+        """One log line, unless lines of its kind are being rate-limited (then counted, and the next
+        one let through says how many were suppressed). Where the logging handlers rate-limit
+        already (safe_log.SafeFilter, installed by the standalone servers, which also summarise
+        at exit), they alone do, so that every line is accounted for once."""
+        if not _log.isEnabledFor(level):
+            return
+        if not safe_logging_installed():
+            admitted, suppressed = self.limiter.admit(kind_of(message))
+            if not admitted:
+                return
+            if suppressed:
+                message += f" [{suppressed} similar messages suppressed]"
+        _log.log(level, message, *args)
+
+    def offload_done(self) -> None:
+        """A request handled on a handler thread is answered: when it was the last, trim the heap."""
+        self.offloads -= 1
+        if self.offloads <= 0 and (self._trim is None or self._trim.done()):
+            self._trim = asyncio.get_running_loop().create_task(run_in_handler_thread(release_free_memory))
 
     @property
     def max_request_bytes(self) -> int:
@@ -418,20 +627,34 @@ class FrameServer:
         server = await loop.create_server(self._protocol, self.host, self.port, reuse_address=True)
         self._server = server
         self.port = server.sockets[0].getsockname()[1]
-        if self._idle_task is None and self.limits.connections_max_idle_ms > 0:
-            self._idle_task = loop.create_task(self._close_idle(self.limits.connections_max_idle_ms / 1000.0))
+        if self._idle_task is None:
+            self._idle_task = loop.create_task(self._watch())
 
-    async def _close_idle(self, idle: float) -> None:
-        """Close connections idle for ``idle`` seconds; looks a few times per period (at most every second)."""
+    async def _watch(self) -> None:
+        """Close idle connections (connections_max_idle_ms) and slow frames (frame_timeout_ms); looks
+        a few times per period (at most every second)."""
         loop = asyncio.get_running_loop()
+        limits = self.limits
+        idle = limits.connections_max_idle_ms / 1000.0 if limits.connections_max_idle_ms > 0 else None
+        slow = limits.frame_timeout_ms / 1000.0 if limits.frame_timeout_ms > 0 else None
+        periods = [p for p in (idle, slow) if p is not None]
+        if not periods:
+            return
         while True:
-            await asyncio.sleep(min(1.0, idle / 4))
-            expired = loop.time() - idle
-            for c in [c for c in self.connections if c.last_active <= expired and not c.busy]:
-                _log.info("%s: idle for %d ms (connections.max.idle.ms); closing it", c,
-                          self.limits.connections_max_idle_ms)
-                self.stats.idle_closed += 1
-                c.close()
+            await asyncio.sleep(min(1.0, min(periods) / 4))
+            now = loop.time()
+            for c in list(self.connections):
+                started = c.frame_started
+                if slow is not None and started is not None and now - started >= slow:
+                    self.line(logging.WARNING, "%s: a frame not complete after %d ms (frame timeout); closing it",
+                              c, limits.frame_timeout_ms)
+                    self.stats.slow_frames += 1
+                    c.close()
+                elif idle is not None and c.last_active <= now - idle and not c.busy:
+                    self.line(logging.INFO, "%s: idle for %d ms (connections.max.idle.ms); closing it", c,
+                              limits.connections_max_idle_ms)
+                    self.stats.idle_closed += 1
+                    c.close()
 
     async def close_listener(self) -> None:
         """Stop accepting (connects are refused); open connections stay. (Server.close() closes the
@@ -456,6 +679,8 @@ class FrameServer:
             self._idle_task.cancel()
             await asyncio.gather(self._idle_task, return_exceptions=True)
             self._idle_task = None
+        if self._trim is not None:
+            await asyncio.gather(self._trim, return_exceptions=True)
         await self.drop_connections()
         servers, self._closed_servers = self._closed_servers, []
         for server in servers:

@@ -4,6 +4,7 @@ report.png for any int64 timestamp and int32 broker id."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import warnings
@@ -167,7 +168,8 @@ def test_an_output_is_replaced_but_not_once_a_file_was_added(tmp_path: Path) -> 
     target = tmp_path / "out"
     _output(target, {"summary.json": "{}", "requests/part-0.parquet": "x"})
     marker = json.loads((target / MARKER).read_text())
-    assert marker["files"] == ["requests/part-0.parquet", "summary.json"]
+    assert sorted(marker["files"]) == ["requests/part-0.parquet", "summary.json"]
+    assert marker["files"]["summary.json"] == {"bytes": 2, "sha256": hashlib.sha256(b"{}").hexdigest()}
     _output(target, {"summary.json": '{"run": 2}'})  # its own output: replaced whole
     assert sorted(p.name for p in target.iterdir()) == [MARKER, "summary.json"]
     (target / "notes.txt").write_text("added by a person")
@@ -280,3 +282,26 @@ def test_timeline_counts_every_request_once_at_any_timestamp_and_broker_id(
         assert tl.requests[i].sum() == sum(1 for _, b, _ in rows if b == broker)
     lo = min(t for t, _, _ in rows)
     assert int(tl.edges_ms[0]) <= lo and len(tl.edges_ms) == bins + 1
+
+
+def test_a_forged_marker_or_a_changed_file_deletes_nothing(tmp_path: Path) -> None:
+    """A marker written by hand (the old list form, or digests that do not match) and an output
+    whose file was changed after the run are refused; nothing in them is touched."""
+    forged = tmp_path / "forged"
+    forged.mkdir()
+    (forged / "summary.json").write_text('{"mine": true}')
+    (forged / MARKER).write_text(json.dumps({"written_by": "ctrlbatch replay", "files": ["summary.json"]}))
+    with pytest.raises(CommandError, match="lists no digests of the files a run wrote"):
+        OutputDir(forged)
+    (forged / MARKER).write_text(json.dumps({"written_by": "ctrlbatch replay", "run": "x",
+                                             "files": {"summary.json": {"bytes": 14, "sha256": "0" * 64}}}))
+    with pytest.raises(CommandError, match="holds files that are not what this program wrote \\('summary.json'"):
+        OutputDir(forged)
+    assert (forged / "summary.json").read_text() == '{"mine": true}'
+    target = tmp_path / "out"
+    _output(target, {"summary.json": "{}", "requests/part-0.parquet": "x"})
+    (target / "requests" / "part-0.parquet").write_text("y")  # same size, other bytes
+    with pytest.raises(CommandError, match="'requests/part-0.parquet' changed since"):
+        OutputDir(target)
+    assert (target / "requests" / "part-0.parquet").read_text() == "y"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["forged", "out"], "no temporary directory is left"

@@ -205,3 +205,52 @@ def test_a_dropped_dump_batch_reports_the_lines_it_drops(
     first, count = span
     at = "" if first == position else f" from line {first}"
     assert str(entry).endswith(f"(skipped {count} lines{at})") and stats.skipped_bytes == 0
+
+
+def _replayed(data: Path, skip_corrupt: bool) -> tuple[int, dict[str, Any], ReadStats]:
+    from ctrlbatch.replay.job import ReplayJob, _summary_dict, execute
+
+    outcome = execute(ReplayJob(str(data), engine="local", skip_corrupt=skip_corrupt, progress=False), None)
+    summary = _summary_dict(outcome.summary)
+    return outcome.rows, {k: summary[k] for k in ("by_api", "totals", "deltas")}, outcome.stats
+
+
+@pytest.mark.parametrize("later", [0, 1, 6])
+def test_a_repeated_batch_is_skipped_not_applied_again(tmp_path: Path, later: int) -> None:
+    """A data batch repeated in the log (right after itself or further on) is reported as skipped
+    and the replay's requests are those of the log without it (issue 24: it used to be applied twice)."""
+    segment = _sample_copy(tmp_path)
+    clean = _replayed(segment.parent.parent, False)
+    raw = segment.read_bytes()
+    batches = _data_batch_positions(segment)
+    assert len(batches) >= 12
+    position, length = batches[4]
+    insert_at = batches[4 + later][0] + batches[4 + later][1]
+    segment.write_bytes(raw[:insert_at] + raw[position:position + length] + raw[insert_at:])
+    with pytest.raises(ReplayInputError, match="offsets go backwards: the batch starts at"):
+        _replayed(segment.parent.parent, False)
+    rows, summary, stats = _replayed(segment.parent.parent, True)
+    assert (rows, summary) == clean[:2]
+    [skipped] = stats.corrupt
+    assert skipped.position == insert_at and skipped.span == (insert_at, length) and "repeated batch" in skipped.reason
+    assert stats.batches == clean[2].batches
+
+
+def test_skipped_pieces_are_counted_but_only_the_first_are_kept() -> None:
+    from ctrlbatch.replay.errors import CORRUPT_KEPT
+
+    stats = ReadStats()
+    for i in range(CORRUPT_KEPT * 30):
+        stats.skip_or_raise(ReplayInputError("f", i * 10, f"bad record at {i}"), True, span=(i * 10, 10))
+    other = ReadStats()
+    other.skip_or_raise(ReplayInputError("g", 3, "truncated batch"), True, span=(3, 7))
+    stats.merge(other)
+    assert len(stats.corrupt) == CORRUPT_KEPT and stats.corrupt_count == CORRUPT_KEPT * 30 + 1
+    assert stats.skipped_bytes == CORRUPT_KEPT * 300 + 7
+    assert dict(stats.corrupt.kinds) == {"bad record at #": CORRUPT_KEPT * 30, "truncated batch": 1}
+    d = stats.to_dict()
+    assert d["corrupt_count"] == CORRUPT_KEPT * 30 + 1 and len(d["corrupt"]) == CORRUPT_KEPT  # type: ignore[arg-type]
+    import pickle
+
+    back = pickle.loads(pickle.dumps(stats))
+    assert back.corrupt_count == stats.corrupt_count and list(back.corrupt) == list(stats.corrupt)

@@ -155,3 +155,31 @@ def test_trim_batch_keeps_the_offsets_at_or_after_the_start() -> None:
     assert trim_batch(b, 14) is None and trim_batch(b, 10) is b
     t = trim_batch(b, 12)
     assert t is not None and [r.offset for r in t.records] == [13] and t.noops == 1 and t.base_offset == 10
+
+
+@pytest.mark.parametrize("skip_corrupt", [False, True])
+def test_a_segment_whose_name_lies_about_its_base_offset_is_named(tmp_path: Path, skip_corrupt: bool) -> None:
+    d = _history_dir(tmp_path)
+    liar = d / "00000000000000000004.log"
+    liar.rename(d / "00000000000000000005.log")  # holds offsets 4..6
+    with pytest.raises(ReplayInputError) as e:
+        list(open_history(d, skip_corrupt=skip_corrupt).batches())
+    assert str(e.value) == (f"{d / '00000000000000000005.log'}, byte offset 0: the file name says the segment starts "
+                            "at offset 5, but its first batch starts at 4: the name does not match the segment")
+
+
+def test_a_snapshot_whose_name_lies_about_its_epoch_or_end_is_named(tmp_path: Path) -> None:
+    d = _history_dir(tmp_path)
+    wrong_epoch = d / "00000000000000000005-0000000007.checkpoint"
+    (d / "00000000000000000005-0000000002.checkpoint").rename(wrong_epoch)
+    h = open_history(d, from_snapshot=wrong_epoch)
+    with pytest.raises(ReplayInputError, match="the file name says epoch 7, but the snapshot's batch has epoch 2"):
+        list(h.snapshot_batches())
+    beyond = d / "00000000000000000042-0000000002.checkpoint"
+    beyond.write_bytes(_snapshot_bytes(2))
+    h = open_history(d, from_snapshot=beyond)
+    assert list(h.snapshot_batches())  # its epoch is right
+    with pytest.raises(ReplayInputError) as e:
+        list(h.batches())
+    assert str(e.value) == (f"{beyond}, byte offset 0: the snapshot's name says it ends at offset 42, but the log "
+                            "ends at offset 10: the name does not match the log")

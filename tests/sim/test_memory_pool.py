@@ -84,3 +84,61 @@ def test_held_bytes_stay_in_budget_and_every_waiter_is_served_once_all_is_releas
         owner = next(o for o, held in holding.items() if held)
         pool.release(holding[owner].pop())
     assert pool.held == 0 and pool.waiting == 0
+
+
+def test_progress_reservations_never_wait_for_each_other() -> None:
+    """Partial frames sharing out the whole budget: one of them takes the overdraft and goes on;
+    finish() passes it to the first progress waiter."""
+    pool = MemoryPool(100)
+    granted: list[str] = []
+    assert pool.reserve(60, "a", lambda: granted.append("a"), progress=True)
+    assert pool.reserve(40, "b", lambda: granted.append("b"), progress=True)
+    assert pool.reserve(50, "a", lambda: granted.append("a"), progress=True) and pool.overdraft == "a"
+    assert not pool.reserve(10, "b", lambda: granted.append("b"), progress=True)  # one overdraft at a time
+    assert not pool.reserve(5, "c", lambda: granted.append("c"))  # and plain reservations still wait
+    pool.release(110)
+    pool.finish("a")  # a's frame is decoded: c fits now, and b gets the overdraft only if it needs it
+    assert granted == ["b", "c"] and pool.held == 40 + 10 + 5 and pool.overdraft is None
+    assert pool.held <= 100
+
+
+@given(capacity=st.integers(1, 100), script=st.lists(st.tuples(st.integers(0, 4), st.integers(1, 60)), max_size=40))
+def test_frames_received_in_progress_chunks_always_complete(capacity: int, script: list[tuple[int, int]]) -> None:
+    """Each owner receives a frame of ``size`` in chunks of 10; a finished frame is released and
+    finished at once. Every frame completes, and the held bytes never pass capacity + one frame."""
+    pool = MemoryPool(capacity)
+    left: dict[int, int] = {}
+    held: dict[int, int] = {}
+    waiting: set[int] = set()
+
+    def step(owner: int) -> None:
+        while left.get(owner, 0) > 0 and owner not in waiting:
+            chunk = min(10, left[owner])
+
+            def got(o: int = owner, c: int = chunk) -> None:
+                waiting.discard(o)
+                held[o] = held.get(o, 0) + c
+                left[o] -= c
+                if left[o] == 0:
+                    done(o)
+                else:
+                    step(o)
+
+            if pool.reserve(chunk, owner, got, progress=True):
+                held[owner] = held.get(owner, 0) + chunk
+                left[owner] -= chunk
+                if left[owner] == 0:
+                    done(owner)
+            else:
+                waiting.add(owner)
+
+    def done(owner: int) -> None:
+        pool.release(held.pop(owner))
+        pool.finish(owner)
+
+    for owner, size in script:
+        if owner not in left or left[owner] == 0:
+            left[owner] = size
+            step(owner)
+        assert pool.held <= capacity + 60
+    assert not waiting and pool.held == 0 and all(v == 0 for v in left.values())
