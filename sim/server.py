@@ -40,7 +40,8 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   body does not decode closes the connection without a response. ApiVersions (18) is answered by
   the server itself on every listener (api_versions.py has Kafka's rules).
 - Every request ends in an answer or a close: any exception while decoding, handling or encoding
-  it (a MemoryError too) closes the connection with one log line, rate-limited per kind of line
+  it (a MemoryError too) closes the connection with one log line (the exception's frames are then
+  cleared, so what they held is freed at once), rate-limited per kind of line
   (safe_log.RateLimiter: repeats are counted and summarised in the next line), so a client that
   pipelines and leaves costs a few lines, not one per request.
 - A frame of ``offload_request_bytes`` or more is decoded, handled and encoded on a handler
@@ -66,6 +67,7 @@ import logging
 import struct
 import termios
 import time
+import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -162,6 +164,18 @@ def _unread(fd: int) -> int:
     except OSError:
         return 0
     return out[0]
+
+
+def _forget_frames(e: BaseException) -> None:
+    """Clear the frames of an exception chain: their locals (a half-built 3 GB answer) are freed now,
+    whether or not the collector will ever see the cycles (handler_threads freezes it)."""
+    seen: set[int] = set()
+    x: BaseException | None = e
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        traceback.clear_frames(x.__traceback__)
+        x.__traceback__ = None
+        x = x.__cause__ or x.__context__
 
 
 def decoded_estimate(frame: bytes | bytearray | memoryview) -> int:
@@ -539,6 +553,7 @@ class Connection(asyncio.BufferedProtocol):
         except Exception as e:  # noqa: BLE001 - every request ends in an answer or a close (module rules)
             stats.failed += 1
             server.line(logging.ERROR, "%s: %s a request failed (%s); closing the connection", self, stage, describe(e))
+            _forget_frames(e)
             self.close()
         finally:
             if held:
