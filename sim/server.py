@@ -22,12 +22,14 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   64 KiB doubling up to 1 MiB, each reserved before it is read, so a size prefix alone holds
   64 KiB; smaller frames are always admitted (``take``), so heartbeats never wait behind big
   requests. One frame at a time may overshoot the budget (the pool's overdraft), so frames that
-  share out the budget between them cannot wait for each other for ever. ``handling`` holds, from a frame's last byte until its answer is written, the decoded
-  request's estimated size (frame bytes x DECODED_RATIO of its api), or, once it is handled, its
-  answer's bytes (``answer_bytes``, for answers that repeat a topic name per partition); a big
-  request waits for each with its connection muted. The frame's own bytes go back to ``pool``
-  once it is decoded. So a server holds about 2 x the budget plus its largest request (one bigger than the budget is handled
-  alone), plus SMALL_FRAME_BYTES x (1 + ratio) per connection.
+  share out the budget between them cannot wait for each other for ever. ``handling`` holds, from
+  a frame's last byte until its answer is written, the decoded request's estimated size (frame
+  bytes x DECODED_RATIO of its api), or, once it is handled, twice its answer's bytes
+  (``answer_bytes``, for answers that repeat a topic name per partition: the encoder's pieces,
+  then the joined answer); a big request waits for each with its connection muted. The frame's
+  own bytes go back to ``pool`` once it is decoded. So a server holds about 2 x the budget plus
+  one frame plus its largest request (one bigger than the budget is handled alone), plus
+  SMALL_FRAME_BYTES x (1 + ratio) per connection.
 - DECODED_RATIO: the decoded request's peak traced memory over its frame bytes, measured for the
   worst shapes found (tracemalloc, CPython 3.11; server_attack_bench's attack 11 prints them):
   UpdateMetadata 19.7 (brokers without endpoints), StopReplica 18.6 (v0 partitions), BrokerRegistration
@@ -45,7 +47,7 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   (safe_log.RateLimiter: repeats are counted and summarised in the next line), so a client that
   pipelines and leaves costs a few lines, not one per request.
 - A frame of ``offload_request_bytes`` or more is decoded, handled and encoded on a handler
-  thread (handler_threads.py), so that the loop keeps serving other connections meanwhile; once the
+  thread (handler_threads.py), and so is an answer whose ``answer_bytes`` are that many or more, so that the loop keeps serving other connections meanwhile; once the
   last such request is answered, the C heap is trimmed so its memory goes back to the system.
 - The server hands each decoded request to ``handler(conn, decoded) -> Awaitable[Message | None]``
   (``conn.offload`` says whether the frame was big); None means "close the connection without
@@ -527,7 +529,11 @@ class Connection(asyncio.BufferedProtocol):
                 if answer:  # the request is gone: its hold becomes the answer's (never both: no self-deadlock)
                     server.handling.release(self._handled)
                     self._handled = 0
-                    await self._hold(answer, answer <= SMALL_FRAME_BYTES)
+                    await self._hold(2 * answer, answer <= SMALL_FRAME_BYTES)  # its pieces, then joined
+                big_answer = answer >= server.limits.offload_request_bytes  # a small request's big answer too
+                if big_answer and not offload:
+                    server.offloads += 1
+                    self.offload = offload = True
                 args = (response, h.request_api_key, h.request_api_version, h.correlation_id)
                 del response
                 out = await run_in_handler_thread(server.encode, *args) if offload else server.encode(*args)
