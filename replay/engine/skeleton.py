@@ -7,7 +7,8 @@ Rules of this module:
   then the deltas of the batches it is given (``group_deltas``), each through the batch engine
   (``propagate_delta``). The sequential engine runs one over the whole history, a Spark unit one
   over its byte range, starting from the image the plan carried to it.
-- Its output is the delivered sends as ``rows.SendGroup`` values, in send order; the summary
+- Its output is the delivered sends as ``rows.SendGroup`` values, in send order, each with its
+  delta's cause (image/causes.py; the snapshot's pseudo-delta is ``SNAPSHOT``); the summary
   counts every batch read (records by type), dropped sends per API, every delivered request per
   API and broker, and each delta; ``delivered`` counts the requests per broker (a Spark unit's
   share of the per-broker ``seq``). Delivered groups are tallied per (API, broker set) (the
@@ -71,6 +72,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any, TypeVar
 
+from ..image.causes import SNAPSHOT
 from ..image.deltas import Delta, group_deltas
 from ..image.image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
 from ..log.errors import BatchTrail
@@ -285,7 +287,7 @@ class EngineRun:
                     raise ValueError("from_snapshot: the history has no snapshot to start from")
                 image, start = snapshot_start(self.history, self.counted(self.history.snapshot_batches()))
                 assert start is not None  # a snapshot gives its pseudo-delta
-                yield from self._deliver(start, propagate_image(image, self.options), 0)
+                yield from self._deliver(start, propagate_image(image, self.options), 0, SNAPSHOT)
             starts = DeltaStarts(image.offset if from_snapshot else -1)
             stream: Iterable[LogBatch] = starts.watch(self.counted(batches))
             if leader is not None:
@@ -303,13 +305,15 @@ class EngineRun:
         except MetadataReplayError as e:
             raise locate(e, self.trail, self.history) from None
 
-    def _deliver(self, delta: Delta, sends: list[Send], first_offset: int) -> Iterator[SendGroup]:
+    def _deliver(
+        self, delta: Delta, sends: list[Send], first_offset: int, cause: str | None = None,
+    ) -> Iterator[SendGroup]:
         summary, tally = self.summary, self._tally
         for send in sends:
             if send.dropped:
                 summary.count_dropped(send.request.api_key)
         delivered = 0
-        for group in send_groups(delta, sends, first_offset):
+        for group in send_groups(delta, sends, first_offset, cause):
             brokers = group.brokers
             key = (group.api_key, brokers)
             counts = tally.get(key)

@@ -101,7 +101,7 @@ def test_from_snapshot_spark_equals_local(spark: Any, tmp_path: Path) -> None:
     got_rows, got_summary, got_stats, result = spark_answer(spark, source, options, tmp_path / "requests", unit_bytes=2000)
     assert result.planned == "serial: the history starts from a snapshot"
     assert got_rows == rows
-    assert {r["delta"] for r in rows if r["update_type"] == 2}, "the image path sends FULL requests"
+    assert {r["delta_last_offset"] for r in rows if r["update_type"] == "FULL"}, "the image path sends FULL requests"
     assert (got_summary, got_stats) == (summary, stats)
 
 
