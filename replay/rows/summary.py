@@ -20,7 +20,11 @@ Rules:
   fetched all of them over the replayed span; the brokers are those that registered in the span or
   received a request. Beside it, the bytes of the ZooKeeper-mode requests the replay computed for
   that broker. Text inputs (JSON lines, kafka-dump-log output) have no batch bytes: counted as
-  unsized batches, and the KRaft figure is then a lower bound.
+  unsized batches, and the KRaft figure is then a lower bound. The KRaft bytes are split in two:
+  the batches of NoOp records only (a data batch with no other record), which the active
+  controller writes whenever nothing else was written for metadata.max.idle.interval.ms (500 ms
+  by default, KRaftConfigs.java:107-108; KIP-835), so an idle cluster's log is almost all NoOps;
+  and every other batch (metadata and control records): what the cluster's changes cost.
 """
 
 from __future__ import annotations
@@ -45,7 +49,11 @@ KRAFT_DEFINITION = (
     "from one), the same for every broker: a KRaft broker replicates the whole metadata log. "
     "Fetch request and response framing is not counted. zk_request_bytes: the bytes of the "
     "ZooKeeper-mode controller requests (LeaderAndIsr, UpdateMetadata, StopReplica frames) the "
-    "replay computed for that broker. Brokers: those registered in the span or sent a request."
+    "replay computed for that broker. Brokers: those registered in the span or sent a request. "
+    "kraft_fetch_bytes = kraft_noop_bytes + kraft_metadata_bytes: kraft_noop_bytes counts the batches "
+    "holding only NoOp records, which the active controller writes whenever nothing else was written for "
+    "metadata.max.idle.interval.ms (500 ms by default), idle cluster or not; kraft_metadata_bytes counts "
+    "every other batch (metadata and control records), what the cluster's changes cost."
 )
 _ZK_LAST = KAFKA_4X_LEVELS[LAST_ZK_LEVEL].request_version
 
@@ -88,6 +96,8 @@ class ReplaySummary:
     metadata_levels: set[int] = attrs.field(factory=set)
     log_bytes: int = 0
     log_batches: int = 0
+    noop_bytes: int = 0  # of log_bytes: the batches of NoOp records only
+    noop_batches: int = 0
     unsized_batches: int = 0
     registered_brokers: set[int] = attrs.field(factory=set)
 
@@ -147,6 +157,9 @@ class ReplaySummary:
             self.log_bytes += batch.size
         else:
             self.unsized_batches += 1
+        if batch.noops and not batch.records and not batch.control:
+            self.noop_batches += 1
+            self.noop_bytes += batch.size
         for r in batch.records:
             counts[RECORD_TYPE_NAMES.get(r.type) or f"type {r.type}"] += 1  # the name made only when unknown
             if r.type == FEATURE_LEVEL_RECORD and r.data.name == "metadata.version":
@@ -170,14 +183,21 @@ class ReplaySummary:
         self.metadata_levels |= other.metadata_levels
         self.log_bytes += other.log_bytes
         self.log_batches += other.log_batches
+        self.noop_bytes += other.noop_bytes
+        self.noop_batches += other.noop_batches
         self.unsized_batches += other.unsized_batches
         self.registered_brokers |= other.registered_brokers
 
     def kraft_by_broker(self) -> dict[int, dict[str, int]]:
-        """Per broker: kraft_fetch_bytes and zk_request_bytes (KRAFT_DEFINITION)."""
+        """Per broker: kraft_fetch_bytes, its kraft_noop_bytes and kraft_metadata_bytes, and
+        zk_request_bytes (KRAFT_DEFINITION)."""
         brokers = sorted(self.registered_brokers | set(self.by_broker))
         return {
-            b: {"kraft_fetch_bytes": self.log_bytes, "zk_request_bytes": int(self.by_broker.get(b, Counter())["bytes"])}
+            b: {
+                "kraft_fetch_bytes": self.log_bytes, "kraft_noop_bytes": self.noop_bytes,
+                "kraft_metadata_bytes": self.log_bytes - self.noop_bytes,
+                "zk_request_bytes": int(self.by_broker.get(b, Counter())["bytes"]),
+            }
             for b in brokers
         }
 
@@ -209,6 +229,10 @@ class ReplaySummary:
                 "definition": KRAFT_DEFINITION,
                 "log_bytes": self.log_bytes,
                 "log_batches": self.log_batches,
+                "noop_bytes": self.noop_bytes,
+                "noop_batches": self.noop_batches,
+                "metadata_bytes": self.log_bytes - self.noop_bytes,
+                "metadata_batches": self.log_batches - self.noop_batches,
                 "unsized_batches": self.unsized_batches,
                 "by_broker": {str(b): c for b, c in self.kraft_by_broker().items()},
             },
@@ -232,6 +256,8 @@ class ReplaySummary:
         kraft = data.get("kraft_vs_zookeeper", {})
         s.log_bytes = kraft.get("log_bytes", 0)
         s.log_batches = kraft.get("log_batches", 0)
+        s.noop_bytes = kraft.get("noop_bytes", 0)
+        s.noop_batches = kraft.get("noop_batches", 0)
         s.unsized_batches = kraft.get("unsized_batches", 0)
         s.registered_brokers = {int(b) for b in kraft.get("by_broker", {})} - set(s.by_broker)
         return s

@@ -145,7 +145,8 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
             release_free_memory()  # the report's memory does not stack on the replay's freed heap
             with Progress("drawing report.png", enabled=job.progress):
                 timeline = broker_timeline(out.requests_dir, REPORT_BINS)
-                kraft = {b: (c["kraft_fetch_bytes"], c["zk_request_bytes"]) for b, c in summary.kraft_by_broker().items()}
+                kraft = {b: (c["kraft_noop_bytes"], c["kraft_metadata_bytes"], c["zk_request_bytes"])
+                         for b, c in summary.kraft_by_broker().items()}
                 draw_report(timeline, out.report_path, title=f"ctrlbatch replay of {Path(job.path).name}", kraft=kraft)
             out.commit()
         return outcome
@@ -357,18 +358,26 @@ def _more_lines(outcome: ReplayOutcome, data: Mapping[str, Any]) -> list[str]:
         unsized = f", {kraft['unsized_batches']:,} batches of unknown size" if kraft["unsized_batches"] else ""
         lines += [
             "",
-            f"KRaft beside ZooKeeper mode: metadata log {kraft['log_bytes']:,} bytes in {kraft['log_batches']:,} "
-            f"batches{unsized}, fetched by every KRaft broker (see summary.json for the definition)",
-            f"{'broker':<30}{'KRaft fetched':>16}{'ZK requests':>16}{'ZK / KRaft':>12}",
+            f"KRaft beside ZooKeeper mode: every KRaft broker fetches the whole metadata log, {kraft['log_bytes']:,} "
+            f"bytes in {kraft['log_batches']:,} batches{unsized} (definition in summary.json):",
+            f"  NoOp batches {kraft['noop_bytes']:>16,} bytes in {kraft['noop_batches']:,} batches: written whenever "
+            "nothing else was for metadata.max.idle.interval.ms (500 ms by default), idle cluster or not",
+            f"  metadata     {kraft['metadata_bytes']:>16,} bytes in {kraft['metadata_batches']:,} batches: the "
+            "metadata and control records, what the cluster's changes cost",
+            f"{'broker':<22}{'KRaft metadata':>16}{'KRaft NoOp':>14}{'ZK requests':>16}{'ZK / KRaft metadata':>21}"
+            f"{'ZK / KRaft all':>16}",
         ]
         shown = list(kraft["by_broker"].items())[:MAX_BROKER_LINES]
         for b, c2 in shown:
-            k, z = c2["kraft_fetch_bytes"], c2["zk_request_bytes"]
-            ratio = f"{z / k:.2f}" if k else "-"
-            lines.append(f"{b:<30}{k:>16,}{z:>16,}{ratio:>12}")
+            m, n, z = c2["kraft_metadata_bytes"], c2["kraft_noop_bytes"], c2["zk_request_bytes"]
+            lines.append(f"{b:<22}{m:>16,}{n:>14,}{z:>16,}{_ratio(z, m):>21}{_ratio(z, m + n):>16}")
         if len(kraft["by_broker"]) > len(shown):
             lines.append(f"... {len(kraft['by_broker']) - len(shown)} more brokers in summary.json")
     return lines
+
+
+def _ratio(a: int, b: int) -> str:
+    return f"{a / b:.2f}" if b else "-"
 
 
 def request_versions_line(mv: MetadataVersion) -> str:
