@@ -11,7 +11,7 @@ Rules of this module:
   delta's cause (image/causes.py; the snapshot's pseudo-delta is ``SNAPSHOT``); the summary
   counts every batch read (records by type), dropped sends per API, every delivered request per
   API and broker, and each delta; ``delivered`` counts the requests per broker (a Spark unit's
-  share of the per-broker ``seq``). Delivered groups are tallied per (API, broker set) (the
+  share of the per-broker ``seq``). Delivered groups are tallied per (API, cause, broker set) (the
   UpdateMetadata fan-out goes to the same live brokers delta after delta) and settled into the
   summary and ``delivered`` when ``groups`` ends (or is closed) and whenever MAX_TALLY keys are
   held, so counting costs a few operations per group, not per broker, and its memory is bounded.
@@ -89,7 +89,7 @@ __all__ = [
 
 T = TypeVar("T")
 GC_THRESHOLDS = (50_000, 20, 100)  # gc.set_threshold while groups run (see the rules)
-MAX_TALLY = 4_096  # distinct (api, broker set) keys tallied before they are settled into the summary
+MAX_TALLY = 4_096  # distinct (api, cause, broker set) keys tallied before they are settled into the summary
 
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
@@ -243,8 +243,8 @@ class EngineRun:
         self.delivered: Counter[int] = Counter()
         self.image: MetadataImage = EMPTY_IMAGE
         self._on_batch = on_batch
-        # (api_key, brokers) -> [groups, partitions, bytes] of the groups delivered since the last _settle
-        self._tally: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        # (api_key, cause, brokers) -> [groups, partitions, bytes] of the groups delivered since the last _settle
+        self._tally: dict[tuple[int, str, tuple[int, ...]], list[int]] = {}
 
     def __repr__(self) -> str:
         return f"EngineRun({self.history!r}, {self.summary!r})"
@@ -315,7 +315,7 @@ class EngineRun:
         delivered = 0
         for group in send_groups(delta, sends, first_offset, cause):
             brokers = group.brokers
-            key = (group.api_key, brokers)
+            key = (group.api_key, group.cause, brokers)
             counts = tally.get(key)
             if counts is None:
                 if len(tally) >= MAX_TALLY:
@@ -332,8 +332,8 @@ class EngineRun:
     def _settle(self) -> None:
         """Move the tallied groups into the summary and ``delivered`` (see the module rules)."""
         summary, delivered = self.summary, self.delivered
-        for (api_key, brokers), (groups, partitions, size) in self._tally.items():
-            summary.count_group(api_key, partitions, size, brokers, groups)
+        for (api_key, cause, brokers), (groups, partitions, size) in self._tally.items():
+            summary.count_group(api_key, partitions, size, brokers, groups, cause)
             for b in brokers:
                 delivered[b] += groups
         self._tally.clear()

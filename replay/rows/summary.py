@@ -1,8 +1,8 @@
 """The counters of a replay: what was sent, to whom, what was dropped, what was read.
 
 Rules:
-- Requests, partition states and bytes are counted per API (by Kafka name) and per broker from
-  the delivered rows; dropped requests per API; deltas with and without a delivered request;
+- Requests, partition states and bytes are counted per API (by Kafka name), per broker and per
+  cause (the delta's event, image/causes.py; in the table's order) from the delivered rows; dropped requests per API; deltas with and without a delivered request;
   records read by type name (metadata records, NO_OP_RECORD from the batches' NoOp counts, and
   control records by their control type name), snapshot batches included.
 - The engines count send groups at once (``count_group``: g groups of one API to the same n
@@ -38,6 +38,7 @@ import attrs
 from ctrlbatch.batch.versions import leader_and_isr_version, stop_replica_version, update_metadata_version
 from ctrlbatch.context.metadata_version import KAFKA_4X_LEVELS, LAST_ZK_LEVEL
 
+from ..image.causes import CAUSE_NAMES, OTHER
 from ..log.records import CONTROL_TYPE_NAMES, FEATURE_LEVEL_RECORD, RECORD_TYPE_NAMES, REGISTER_BROKER_RECORD
 from .rows import API_NAMES
 
@@ -79,6 +80,12 @@ def _level_name(level: int) -> str:
 _FIELDS = ("requests", "partitions", "bytes")
 
 
+def _cause_order(causes: Mapping[str, Any]) -> list[str]:
+    """The causes in CAUSES' order (any other name after them, sorted)."""
+    rank = {name: i for i, name in enumerate(CAUSE_NAMES)}
+    return sorted(causes, key=lambda c: (rank.get(c, len(rank)), c))
+
+
 def _api_name(api_key: int) -> str:
     return API_NAMES.get(api_key, f"api {api_key}")
 
@@ -89,6 +96,7 @@ class ReplaySummary:
 
     by_api: dict[str, Counter[str]] = attrs.field(factory=dict)
     by_broker: dict[int, Counter[str]] = attrs.field(factory=dict)
+    by_cause: dict[str, Counter[str]] = attrs.field(factory=dict)
     dropped: Counter[str] = attrs.field(factory=Counter)
     deltas_with_requests: int = 0
     deltas_without_requests: int = 0
@@ -114,22 +122,25 @@ class ReplaySummary:
         for counters in (
             self.by_api.setdefault(_api_name(row["api_key"]), Counter()),
             self.by_broker.setdefault(int(row["broker"]), Counter()),
+            self.by_cause.setdefault(row.get("cause", OTHER), Counter()),
         ):
             counters["requests"] += 1
             counters["partitions"] += row["partitions"]
             counters["bytes"] += row["bytes"]
 
-    def count_group(self, api_key: int, partitions: int, size: int, brokers: Sequence[int], groups: int = 1) -> None:
-        """The delivered requests of ``groups`` send groups (rows.SendGroup) of one API to the same
-        ``brokers``: one request per group to each broker, ``partitions`` states and ``size`` bytes
-        in all (summed over the groups) to each; the same counts as count_row per row."""
+    def count_group(
+        self, api_key: int, partitions: int, size: int, brokers: Sequence[int], groups: int = 1, cause: str = OTHER,
+    ) -> None:
+        """The delivered requests of ``groups`` send groups (rows.SendGroup) of one API and cause to
+        the same ``brokers``: one request per group to each broker, ``partitions`` states and
+        ``size`` bytes in all (summed over the groups) to each; the same counts as count_row per row."""
         n = len(brokers)
         if not n or not groups:
             return
-        c = self.by_api.setdefault(_api_name(api_key), Counter())
-        c["requests"] += groups * n
-        c["partitions"] += partitions * n
-        c["bytes"] += size * n
+        for c in (self.by_api.setdefault(_api_name(api_key), Counter()), self.by_cause.setdefault(cause, Counter())):
+            c["requests"] += groups * n
+            c["partitions"] += partitions * n
+            c["bytes"] += size * n
         by_broker = self.by_broker
         for b in brokers:
             counts = by_broker.get(b)
@@ -176,6 +187,8 @@ class ReplaySummary:
             self.by_api.setdefault(api, Counter()).update(c)
         for broker, c in other.by_broker.items():
             self.by_broker.setdefault(broker, Counter()).update(c)
+        for cause, c in other.by_cause.items():
+            self.by_cause.setdefault(cause, Counter()).update(c)
         self.dropped.update(other.dropped)
         self.deltas_with_requests += other.deltas_with_requests
         self.deltas_without_requests += other.deltas_without_requests
@@ -220,6 +233,7 @@ class ReplaySummary:
                 api: {**block(self.by_api.get(api, Counter())), "dropped": int(self.dropped[api])} for api in apis
             },
             "by_broker": {str(b): block(c) for b, c in sorted(self.by_broker.items())},
+            "by_cause": {cause: block(self.by_cause[cause]) for cause in _cause_order(self.by_cause)},
             "records_by_type": dict(sorted(self.records_by_type.items())),
             "metadata_version": {
                 "levels": {str(lv): _level_name(lv) for lv in sorted(self.metadata_levels)},
@@ -248,6 +262,8 @@ class ReplaySummary:
                 s.dropped[api] = block["dropped"]
         for broker, block in data["by_broker"].items():
             s.by_broker[int(broker)] = Counter({f: block[f] for f in _FIELDS})
+        for cause, block in data.get("by_cause", {}).items():
+            s.by_cause[cause] = Counter({f: block[f] for f in _FIELDS})
         s.deltas_with_requests = data["deltas"]["with_requests"]
         s.deltas_without_requests = data["deltas"]["without_requests"]
         s.records_by_type = Counter(data["records_by_type"])

@@ -307,7 +307,7 @@ MAX_BROKER_LINES = 20
 
 def format_summary(outcome: ReplayOutcome) -> str:
     """The printed summary: what was read, deltas, then requests, partition states and bytes per
-    API (with dropped requests) and per broker (the busiest 20 by bytes when there are more)."""
+    API (with dropped requests), per cause and per broker (the busiest 20 by bytes when there are more)."""
     data = _summary_dict(outcome.summary)
     stats = outcome.stats
     deltas = data["deltas"]
@@ -325,6 +325,13 @@ def format_summary(outcome: ReplayOutcome) -> str:
         lines.append(
             f"{api:<16}{block['requests']:>12,}{block['partitions']:>14,}{block['bytes']:>16,}{block['dropped']:>10,}"
         )
+    causes = data.get("by_cause", {})
+    if causes:
+        total = data["totals"]["bytes"]
+        lines += ["", f"{'cause (the event of the delta)':<32}{'requests':>12}{'partitions':>14}{'bytes':>16}{'share':>8}"]
+        for cause, c in causes.items():
+            share = f"{100 * c['bytes'] / total:.1f}%" if total else "-"
+            lines.append(f"{cause:<32}{c['requests']:>12,}{c['partitions']:>14,}{c['bytes']:>16,}{share:>8}")
     brokers = sorted(data["by_broker"].items(), key=lambda kv: (-kv[1]["bytes"], int(kv[0])))
     shown = brokers[:MAX_BROKER_LINES]
     more = f" (the {len(shown)} busiest of {len(brokers)})" if len(brokers) > len(shown) else ""

@@ -71,6 +71,12 @@ def test_the_real_sample_end_to_end() -> None:
         "requests": 14, "partitions": 270, "bytes": sum(r["bytes"] for r in rows), "dropped": 3,
     }
     assert summary["deltas"] == {"total": 4813, "with_requests": 7, "without_requests": 4806}
+    # per cause, in CAUSES' order: what each event cost
+    assert {c: b["requests"] for c, b in summary["by_cause"].items()} == {
+        "topic creation": 10, "controlled shutdown": 3, "broker unfence": 1,
+    }
+    assert list(summary["by_cause"]) == ["topic creation", "controlled shutdown", "broker unfence"]
+    assert sum(b["bytes"] for b in summary["by_cause"].values()) == summary["totals"]["bytes"]
     assert summary["records_by_type"]["NO_OP_RECORD"] == 4801 and summary["records_by_type"]["PARTITION_RECORD"] == 54
     assert result.image.offset == 4928 and len(result.image.topics) == 5
     assert sum(len(t.partitions) for t in result.image.topics.values()) == 54
