@@ -47,6 +47,7 @@ from .errors import (
     StateChangeFailedException,
     ZooKeeperClientException,
 )
+from .memory_store import InMemoryKafkaZkClient, Injection, ZooKeeperTree
 from .partition_state_machine import ElectionResults, PartitionStateMachine, ZkPartitionStateMachine
 from .replica_state_machine import ReplicaStateMachine, ZkReplicaStateMachine
 from .store import (
@@ -56,6 +57,7 @@ from .store import (
     LogConfig,
     SetDataResponse,
     Stat,
+    StateChangeHandler,
     TopicIdReplicaAssignment,
     UpdateLeaderAndIsrResult,
     ZNodeChangeHandler,
@@ -80,6 +82,8 @@ __all__ = [
     "ElectionResults",
     "GetDataResponse",
     "IllegalStateError",
+    "InMemoryKafkaZkClient",
+    "Injection",
     "KafkaElectionPolicy",
     "KafkaZkClient",
     "KeeperException",
@@ -97,6 +101,7 @@ __all__ = [
     "StaleBrokerEpochException",
     "Stat",
     "StateChangeFailedException",
+    "StateChangeHandler",
     "TopicDeletionManager",
     "TopicIdReplicaAssignment",
     "UpdateLeaderAndIsrResult",
@@ -104,6 +109,7 @@ __all__ = [
     "ZNodeChildChangeHandler",
     "ZkPartitionStateMachine",
     "ZkReplicaStateMachine",
+    "ZooKeeperTree",
     "ZooKeeperClientException",
     "controlled_shutdown_partition_leader_election",
     "offline_partition_leader_election",

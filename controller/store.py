@@ -55,6 +55,7 @@ __all__ = [
     "LogConfig",
     "SetDataResponse",
     "Stat",
+    "StateChangeHandler",
     "TopicIdReplicaAssignment",
     "UpdateLeaderAndIsrResult",
     "ZNodeChangeHandler",
@@ -137,9 +138,10 @@ class UpdateLeaderAndIsrResult:
     partitions_to_retry: list[TopicPartition]
 
 
-@attrs.frozen
+@attrs.frozen(hash=False)
 class TopicIdReplicaAssignment:
-    """TopicZNode.TopicIdReplicaAssignment (ZD:311-313)."""
+    """TopicZNode.TopicIdReplicaAssignment (ZD:311-313); Kafka's Sets of these are lists here
+    (the assignment dict is not hashable)."""
 
     topic: str
     topic_id: uuid.UUID | None
@@ -181,6 +183,21 @@ class ZNodeChangeHandler:
 
     def handle_data_change(self) -> None:
         """The znode's data changed."""
+
+
+class StateChangeHandler:
+    """Kafka's StateChangeHandler: told around a session re-initialisation (after expiry)."""
+
+    name: str = ""
+
+    def before_initializing_session(self) -> None:
+        """The session expired; a new one is about to be created."""
+
+    def after_initializing_session(self) -> None:
+        """The new session is up."""
+
+    def on_auth_failure(self) -> None:
+        """Authentication failed."""
 
 
 class ZNodeChildChangeHandler:
@@ -234,11 +251,11 @@ class KafkaZkClient(Protocol):
 
     # -- topics and assignments (KZC:630-701, 808-844)
     def get_all_topics_in_cluster(self, register_watch: bool = False) -> set[str]: ...
-    def get_replica_assignment_and_topic_id_for_topics(self, topics: Iterable[str]) -> set[TopicIdReplicaAssignment]: ...
+    def get_replica_assignment_and_topic_id_for_topics(self, topics: Iterable[str]) -> list[TopicIdReplicaAssignment]: ...
     def get_full_replica_assignment_for_topics(self, topics: Iterable[str]) -> dict[TopicPartition, ReplicaAssignment]: ...
     def set_topic_ids(
         self, topic_id_replica_assignments: Iterable[TopicIdReplicaAssignment], expected_controller_epoch_zk_version: int
-    ) -> set[TopicIdReplicaAssignment]: ...
+    ) -> list[TopicIdReplicaAssignment]: ...
     def set_topic_assignment_raw(
         self,
         topic: str,
@@ -291,3 +308,5 @@ class KafkaZkClient(Protocol):
     def unregister_znode_change_handler(self, path: str) -> None: ...
     def register_znode_child_change_handler(self, handler: ZNodeChildChangeHandler) -> None: ...
     def unregister_znode_child_change_handler(self, path: str) -> None: ...
+    def register_state_change_handler(self, handler: StateChangeHandler) -> None: ...
+    def unregister_state_change_handler(self, name: str) -> None: ...
