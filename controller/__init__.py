@@ -47,7 +47,7 @@ from .errors import (
     StateChangeFailedException,
     ZooKeeperClientException,
 )
-from .memory_store import InMemoryKafkaZkClient, Injection, ZooKeeperTree
+from .memory_store import Injection, InMemoryKafkaZkClient, ZooKeeperTree
 from .partition_state_machine import ElectionResults, PartitionStateMachine, ZkPartitionStateMachine
 from .replica_state_machine import ReplicaStateMachine, ZkReplicaStateMachine
 from .store import (
