@@ -48,7 +48,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .broker import Broker
-from .controller_states import PartitionAndReplica, PartitionState, ReplicaState
+from .controller_states import (
+    PARTITION_VALID_FROM,
+    REPLICA_VALID_FROM,
+    PartitionAndReplica,
+    PartitionState,
+    ReplicaState,
+)
 from .errors import IllegalStateError
 from .leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from .replica_assignment import ReplicaAssignment
@@ -606,6 +612,29 @@ class ControllerContext:
         """CC:375-377."""
         states = self._replica_states.get(topic, {})
         return any(states[r] is state for r in self.replicas_for_topic(topic))
+
+    def check_valid_partition_state_change(
+        self, partitions: Iterable[TopicPartition], target_state: PartitionState
+    ) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        """CC:383-385, 546-547: (valid, invalid) moves to ``target_state``; every partition needs a state."""
+        valid_from = PARTITION_VALID_FROM[target_state]
+        states = self._partition_states
+        valid: list[TopicPartition] = []
+        invalid: list[TopicPartition] = []
+        for tp in partitions:
+            (valid if states[tp] in valid_from else invalid).append(tp)
+        return valid, invalid
+
+    def check_valid_replica_state_change(
+        self, replicas: Iterable[PartitionAndReplica], target_state: ReplicaState
+    ) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
+        """CC:379-381, 543-544: (valid, invalid) moves to ``target_state``; every replica needs a state."""
+        valid_from = REPLICA_VALID_FROM[target_state]
+        valid: list[PartitionAndReplica] = []
+        invalid: list[PartitionAndReplica] = []
+        for r in replicas:
+            (valid if self.replica_state(r) in valid_from else invalid).append(r)
+        return valid, invalid
 
     # ------------------------------------------------------ leadership queries
 
