@@ -80,7 +80,7 @@ from .events import (
 )
 from .partition_state_machine import ZkPartitionStateMachine
 from .replica_state_machine import ZkReplicaStateMachine
-from .store import UNCLEAN_LEADER_ELECTION_ENABLE, KafkaZkClient
+from .store import UNCLEAN_LEADER_ELECTION_ENABLE, KafkaZkClient, StateChangeHandler
 from .topic_deletion_manager import TopicDeletionManager
 from .zk_handlers import ControllerHandlers, NodeHandler
 
@@ -171,7 +171,8 @@ class KafkaController:
         return self.event_manager.state
 
     def startup(self) -> None:
-        """KC:234-248: enqueue Startup (process_events() then elects)."""
+        """KC:234-248: watch the store session, enqueue Startup (process_events() then elects)."""
+        self.zk_client.register_state_change_handler(_SessionHandler(self))
         self.put(Startup())
 
     def shutdown(self) -> None:
@@ -256,7 +257,9 @@ class KafkaController:
         self.put(AlterPartitionReceived(request, version, callback))
 
     def enable_default_unclean_leader_election(self) -> None:
-        """KC:257-259: the broker default flipped to true."""
+        """KC:257-259: the broker default flipped to true (DynamicBrokerConfig.scala:760-765); the
+        partition state machine reads it as the default under each topic's config from now on."""
+        self.partition_state_machine.config_originals = {UNCLEAN_LEADER_ELECTION_ENABLE: True}
         self.put(UncleanLeaderElectionEnable())
 
     def enable_topic_unclean_leader_election(self, topic: str) -> None:
@@ -532,6 +535,23 @@ class KafkaController:
             if assignment.is_being_reassigned:
                 results[tp] = assignment
         event.callback(results)
+
+
+class _SessionHandler(StateChangeHandler):
+    """KC:235-245: session expiry preempts everything and resigns (Expire); a new session
+    re-elects (RegisterBrokerAndReelect). Kafka blocks the new session until Expire ran; here the
+    driver's next process_events() runs it first, as it is the only queued event."""
+
+    name = "controller-state-change-handler"
+
+    def __init__(self, controller: KafkaController) -> None:
+        self._controller = controller
+
+    def before_initializing_session(self) -> None:
+        self._controller.expire()
+
+    def after_initializing_session(self) -> None:
+        self._controller.session_reestablished()
 
 
 def _or_minus_one(value: int | None) -> int:

@@ -189,7 +189,7 @@ def test_process_events_is_bounded_and_close_refuses_more() -> None:
 @given(st.lists(st.sampled_from([BrokerChange(), TopicChange(), Startup()]), max_size=20), st.integers(0, 20))
 def test_every_queued_event_is_processed_or_preempted_exactly_once(events: list[Any], cut: int) -> None:
     m, p = _manager()
-    p.process = p.processed.append  # type: ignore[method-assign]
+    p.process = p.processed.append  # type: ignore[method-assign,assignment]
     for e in events:
         m.put(e)
     m.process_events(max_events=cut)
