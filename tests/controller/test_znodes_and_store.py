@@ -30,7 +30,7 @@ from ctrlbatch.controller import (
     ZooKeeperClientException,
 )
 from ctrlbatch.controller import znodes as zn
-from ctrlbatch.controller.errors import BadVersionException, NoNodeException, NodeExistsException
+from ctrlbatch.controller.errors import BadVersionException, NodeExistsException, NoNodeException
 from ctrlbatch.controller.store import Stat
 
 TP = TopicPartition("t", 0)
@@ -89,7 +89,7 @@ def test_topic_znode_round_trips(parts: dict[int, tuple[list[int], list[int], li
     data = zn.encode_topic(topic_id, assignment)
     assert zn.decode_topic("t", data) == (topic_id, assignment)
     js = json.loads(data)
-    assert js["version"] == 3 and set(js["adding_replicas"]) == {str(p) for p, l in parts.items() if l[1]}
+    assert js["version"] == 3 and set(js["adding_replicas"]) == {str(p) for p, lists in parts.items() if lists[1]}
 
 
 def test_topic_znode_key_order() -> None:
