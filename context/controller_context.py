@@ -11,7 +11,7 @@ Rules:
   whose deletion has not started, CC:403-423); ``put_partition_state_if_not_exists`` counts as a
   move from NonExistent when it stored the state. ``partition_state`` / ``replica_state`` raise
   KeyError for an unknown key (Scala's ``map(key)``). Replica states are indexed per topic
-  (topic -> PartitionAndReplica -> state), so the per-topic queries (``replicas_in_state``,
+  (topic -> (partition, replica) -> state), so the per-topic queries (``replicas_in_state``,
   ``are_all_replicas_in_state``, ``is_any_replica_in_state``) look at the topic's replicas only,
   as Kafka's do through ``replicasForTopic``; ``remove_topic`` drops a topic's maps in O(its
   size). ``preferred_replica_imbalance_count()`` is computed on demand (one scan) instead of on
@@ -119,7 +119,8 @@ class ControllerContext:
         # The state machines' fields (CC:78, 91-93, 118): empty until a state machine runs.
         self.offline_partition_count: int = 0
         self._partition_states: dict[TopicPartition, PartitionState] = {}
-        self._replica_states: dict[str, dict[PartitionAndReplica, ReplicaState]] = {}
+        # topic -> (partition, replica) -> state: int-pair keys hash in C.
+        self._replica_states: dict[str, dict[tuple[int, int], ReplicaState]] = {}
         self._topics_ineligible_for_deletion: set[str] = set()
         self._partitions_being_reassigned: set[TopicPartition] = set()
 
@@ -530,37 +531,55 @@ class ControllerContext:
     @property
     def replica_states(self) -> dict[PartitionAndReplica, ReplicaState]:
         """Every replica state, as one new dict (a copy: O(replicas))."""
-        out: dict[PartitionAndReplica, ReplicaState] = {}
-        for states in self._replica_states.values():
-            out.update(states)
-        return out
+        return {
+            PartitionAndReplica(TopicPartition(topic, p), r): state
+            for topic, states in self._replica_states.items()
+            for (p, r), state in states.items()
+        }
 
     def put_replica_state(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
-        topic = replica.topic_partition.topic
-        states = self._replica_states.get(topic)
+        tp = replica.topic_partition
+        states = self._replica_states.get(tp.topic)
         if states is None:
-            states = self._replica_states[topic] = {}
-        states[replica] = state
+            states = self._replica_states[tp.topic] = {}
+        states[(tp.partition, replica.replica)] = state
 
     def put_replica_state_if_not_exists(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
-        topic = replica.topic_partition.topic
-        states = self._replica_states.get(topic)
+        tp = replica.topic_partition
+        states = self._replica_states.get(tp.topic)
         if states is None:
-            states = self._replica_states[topic] = {}
-        states.setdefault(replica, state)
+            states = self._replica_states[tp.topic] = {}
+        states.setdefault((tp.partition, replica.replica), state)
 
     def remove_replica_state(self, replica: PartitionAndReplica) -> None:
-        states = self._replica_states.get(replica.topic_partition.topic)
+        tp = replica.topic_partition
+        states = self._replica_states.get(tp.topic)
         if states is not None:
-            states.pop(replica, None)
+            states.pop((tp.partition, replica.replica), None)
 
     def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
         """CC:425-427 (KeyError for an unknown replica)."""
-        return self._replica_states[replica.topic_partition.topic][replica]
+        tp = replica.topic_partition
+        try:
+            return self._replica_states[tp.topic][(tp.partition, replica.replica)]
+        except KeyError:
+            raise KeyError(replica) from None
 
     def replica_state_or_none(self, replica: PartitionAndReplica) -> ReplicaState | None:
-        states = self._replica_states.get(replica.topic_partition.topic)
-        return None if states is None else states.get(replica)
+        tp = replica.topic_partition
+        states = self._replica_states.get(tp.topic)
+        return None if states is None else states.get((tp.partition, replica.replica))
+
+    def _topic_replica_states(self, topic: str) -> Iterable[tuple[int, int, ReplicaState]]:
+        """(partition, replica, state) for every assigned replica of ``topic``, in assignment
+        order (KeyError for a replica without a state, as Kafka's ``replicaStates(replica)``)."""
+        states = self._replica_states.get(topic, {})
+        for partition, assignment in self._partition_assignments.get(topic, _NO_ASSIGNMENTS).items():
+            for r in assignment.replicas:
+                try:
+                    yield partition, r, states[(partition, r)]
+                except KeyError:
+                    raise KeyError(PartitionAndReplica(TopicPartition(topic, partition), r)) from None
 
     def replicas_for_topic(self, topic: str) -> set[PartitionAndReplica]:
         """CC:262-268: every replica of every partition of ``topic``, from the assignments."""
@@ -601,17 +620,25 @@ class ControllerContext:
     def replicas_in_state(self, topic: str, state: ReplicaState) -> set[PartitionAndReplica]:
         """CC:367-369: the topic's replicas in ``state`` (KeyError for a replica without a state)."""
         states = self._replica_states.get(topic, {})
-        return {r for r in self.replicas_for_topic(topic) if states[r] is state}
+        out: set[PartitionAndReplica] = set()
+        for partition, assignment in self._partition_assignments.get(topic, _NO_ASSIGNMENTS).items():
+            tp = None
+            for r in assignment.replicas:
+                current = states.get((partition, r))
+                if current is None:
+                    raise KeyError(PartitionAndReplica(TopicPartition(topic, partition), r))
+                if current is state:
+                    tp = tp or TopicPartition(topic, partition)
+                    out.add(PartitionAndReplica(tp, r))
+        return out
 
     def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
         """CC:371-373 (true for a topic without replicas)."""
-        states = self._replica_states.get(topic, {})
-        return all(states[r] is state for r in self.replicas_for_topic(topic))
+        return all(s is state for _, _, s in self._topic_replica_states(topic))
 
     def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
         """CC:375-377."""
-        states = self._replica_states.get(topic, {})
-        return any(states[r] is state for r in self.replicas_for_topic(topic))
+        return any(s is state for _, _, s in self._topic_replica_states(topic))
 
     def check_valid_partition_state_change(
         self, partitions: Iterable[TopicPartition], target_state: PartitionState

@@ -179,21 +179,24 @@ _STATE_KEYS_6 = _champ_order(
 )
 
 
+def _state_template(order: list[str]) -> str:
+    """A format string with the keys in ``order`` (values by name), built once."""
+    return "{{" + ",".join(f'"{k}":{{{k}}}' for k in order) + "}}"
+
+
+_STATE_TEMPLATE_5 = _state_template(_STATE_KEYS_5)
+_STATE_TEMPLATE_6 = _state_template(_STATE_KEYS_6)
+
+
 def encode_partition_state(value: LeaderIsrAndControllerEpoch) -> bytes:
     """ZD:382-398, byte for byte."""
     lai = value.leader_and_isr
-    items = {
-        "version": "1",
-        "leader": str(lai.leader),
-        "leader_epoch": str(lai.leader_epoch),
-        "controller_epoch": str(value.controller_epoch),
-        "isr": "[" + ",".join(map(str, lai.isr)) + "]",
-    }
-    order = _STATE_KEYS_5
-    if lai.leader_recovery_state is not LeaderRecoveryState.RECOVERED:
-        items["leader_recovery_state"] = str(int(lai.leader_recovery_state))
-        order = _STATE_KEYS_6
-    return _ordered_object(items, order).encode()
+    recovering = lai.leader_recovery_state is not LeaderRecoveryState.RECOVERED
+    template = _STATE_TEMPLATE_6 if recovering else _STATE_TEMPLATE_5
+    return template.format(
+        version=1, leader=lai.leader, leader_epoch=lai.leader_epoch, controller_epoch=value.controller_epoch,
+        isr="[" + ",".join(map(str, lai.isr)) + "]", leader_recovery_state=int(lai.leader_recovery_state),
+    ).encode()
 
 
 def _parse(data: bytes | None) -> Any:
