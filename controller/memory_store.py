@@ -61,6 +61,7 @@ from .store import (
     MATCH_ANY_VERSION,
     CreateResponse,
     GetDataResponse,
+    KafkaZkClient,
     LogConfig,
     SetDataResponse,
     Stat,
@@ -1040,3 +1041,8 @@ def _reassignment_json(reassignment: Mapping[TopicPartition, Sequence[int]]) -> 
             for tp, replicas in reassignment.items()
         ],
     })
+
+
+def _implements_the_protocol(client: InMemoryKafkaZkClient) -> KafkaZkClient:
+    """mypy checks here that InMemoryKafkaZkClient has every KafkaZkClient method's signature."""
+    return client

@@ -198,12 +198,15 @@ class ZkPartitionStateMachine(PartitionStateMachine):
                 valid.append(tp)
             else:
                 self._log_invalid_transition(tp, target_state)
+        log = self._state_log()
+        info_enabled = log.isEnabledFor(logging.INFO)
         if target_state is _P.NewPartition:
             for tp in valid:
-                self._state_log().info(
-                    "Changed partition %s state from %s to %s with assigned replicas %s",
-                    tp, states[tp], target_state, ",".join(map(str, ctx.partition_replica_assignment(tp))),
-                )
+                if info_enabled:
+                    log.info(
+                        "Changed partition %s state from %s to %s with assigned replicas %s",
+                        tp, states[tp], target_state, ",".join(map(str, ctx.partition_replica_assignment(tp))),
+                    )
                 ctx.put_partition_state(tp, _P.NewPartition)
             return {}
         if target_state is _P.OnlinePartition:
@@ -211,6 +214,9 @@ class ZkPartitionStateMachine(PartitionStateMachine):
             to_elect = [tp for tp in valid if states[tp] is _P.OfflinePartition or states[tp] is _P.OnlinePartition]
             if uninitialized:
                 for tp in self._initialize_leader_and_isr_for_partitions(uninitialized):
+                    if info_enabled:
+                        log.info("Changed partition %s from %s to %s with state %s", tp, states[tp], target_state,
+                                 ctx.partition_leader_and_isr(tp))
                     ctx.put_partition_state(tp, _P.OnlinePartition)
             if not to_elect:
                 return {}
@@ -219,6 +225,8 @@ class ZkPartitionStateMachine(PartitionStateMachine):
             results = self._elect_leader_for_partitions(to_elect, strategy)
             for tp, result in results.items():
                 if isinstance(result, LeaderAndIsr):
+                    if info_enabled:
+                        log.info("Changed partition %s from %s to %s with state %s", tp, states[tp], target_state, result)
                     ctx.put_partition_state(tp, _P.OnlinePartition)
             return results
         for tp in valid:  # Offline or NonExistent: the state only

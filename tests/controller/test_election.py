@@ -164,3 +164,71 @@ def test_a_custom_policy_changes_only_the_leader(ck: Any) -> None:
         "KafkaElectionPolicy": LeaderAndIsr(1, [1, 2, 3], 1, 1),
         "LastLiveIsrPolicy": LeaderAndIsr(3, [1, 2, 3], 1, 1),
     }
+
+
+# ------------------------------------------------------------------ Election.scala's wrappers
+
+
+def _ctx_with(ck: Any, live: list[int], shutting_down: tuple[int, ...] = ()) -> Any:
+    h = ck.Harness()
+    h.live(*live)
+    h.ctx.shutting_down_broker_ids.update(shutting_down)
+    return h
+
+
+def test_reassign_wrapper_elects_among_targets_and_tells_all_targets(ck: Any) -> None:
+    from ctrlbatch.context import ReplicaAssignment
+    from ctrlbatch.controller.election import leader_for_reassign
+
+    h = _ctx_with(ck, [1, 2, 3])
+    tp = TopicPartition("t", 0)
+    # moving [1, 2] -> [3, 4]: replicas [3, 4, 1, 2], adding [3, 4], removing [1, 2]
+    h.ctx.update_partition_full_replica_assignment(tp, ReplicaAssignment([1, 2]).reassign_to([3, 4]))
+    lai = LeaderAndIsr(1, [1, 2, 3], 4, 7)
+    (result,) = leader_for_reassign(h.ctx, [(tp, lai)])
+    assert result.leader_and_isr == LeaderAndIsr(3, [1, 2, 3], 5, 7)  # ISR unchanged, partition epoch kept
+    assert result.live_replicas == (3, 4)  # every target replica, live or not
+
+
+def test_reassign_strategy_through_the_state_machine(ck: Any) -> None:
+    from ctrlbatch.context import ReplicaAssignment
+
+    h = ck.Harness()
+    h.live(1, 2, 3)
+    tp = TopicPartition("t", 0)
+    h.assign(tp, [1, 2])
+    h.ctx.update_partition_full_replica_assignment(tp, ReplicaAssignment([1, 2]).reassign_to([3, 4]))
+    h.ctx.put_partition_state(tp, PartitionState.OnlinePartition)
+    h.lead(tp, 1, [1, 2, 3])
+    result = h.psm.handle_state_changes([tp], PartitionState.OnlinePartition, ReassignPartitionLeaderElectionStrategy())
+    assert result == {tp: LeaderAndIsr(3, [1, 2, 3], 1, 1)}
+    (call,) = h.psm_batch.calls_named("add_leader_and_isr_request_for_brokers")
+    assert call[1] == (3, 4)
+
+
+def test_offline_wrapper_filters_the_isr_and_marks_recovery(ck: Any) -> None:
+    from ctrlbatch.context import LeaderRecoveryState, ReplicaAssignment
+    from ctrlbatch.controller.election import leader_for_offline
+
+    h = _ctx_with(ck, [2, 3], shutting_down=(3,))
+    tp = TopicPartition("t", 0)
+    h.ctx.update_partition_full_replica_assignment(tp, ReplicaAssignment([1, 2, 3]))
+    clean, = leader_for_offline(h.ctx, True, [(tp, LeaderAndIsr(1, [1, 2, 3], 2, 5), False)])
+    assert clean.leader_and_isr == LeaderAndIsr(2, [2], 3, 5)  # ISR filtered to online replicas
+    assert clean.live_replicas == (2,)  # a shutting-down broker is not online here
+    unclean, = leader_for_offline(h.ctx, True, [(tp, LeaderAndIsr(1, [1], 2, 5), True)])
+    assert unclean.leader_and_isr == LeaderAndIsr(2, [2], 3, 5, LeaderRecoveryState.RECOVERING)
+    none, = leader_for_offline(h.ctx, True, [(tp, None, True)])
+    assert none.leader_and_isr is None and none.live_replicas == (2,)
+
+
+def test_controlled_shutdown_wrapper_keeps_the_isr_without_a_leader(ck: Any) -> None:
+    from ctrlbatch.context import ReplicaAssignment
+    from ctrlbatch.controller.election import leader_for_controlled_shutdown
+
+    h = _ctx_with(ck, [1, 2], shutting_down=(1, 2))
+    tp = TopicPartition("t", 0)
+    h.ctx.update_partition_full_replica_assignment(tp, ReplicaAssignment([1, 2]))
+    (result,) = leader_for_controlled_shutdown(h.ctx, [(tp, LeaderAndIsr(1, [1, 2]))])
+    assert result.leader_and_isr is None  # every ISR member shutting down: nothing written (EL:147)
+    assert result.live_replicas == (1, 2)  # shutting-down brokers still get requests
