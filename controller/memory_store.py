@@ -24,8 +24,9 @@ Rules:
   client: ``update_leader_and_isr`` and ``get_log_configs`` turn an inner failure into per-item
   failures (KZC:368-373, 405-410), other methods propagate it; an injected CONNECTIONLOSS is
   retried transparently (KZC:2111-2139) and counted in ``connection_losses``.
-- ``calls`` records every KafkaZkClient call as (method name, arguments), so tests can assert
-  what was read and written; ``call_count(name)`` counts them.
+- ``calls`` records the last ``max_recorded_calls`` KafkaZkClient calls (1000 by default, None:
+  all) as (method name, arguments), so tests can assert what was read and written, while a long
+  simulation keeps bounded memory; ``call_count(name)`` counts every call.
 - Admin helpers (not in KafkaZkClient) do what brokers and admin tools write: register_broker,
   create_topic, add_partitions, delete_topic, reassign_partitions, elect_preferred_replicas,
   notify_isr_change, notify_log_dir_event, set_topic_config, set_partition_state,
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -228,7 +230,13 @@ class Injection:
 class InMemoryKafkaZkClient:
     """A KafkaZkClient over a ZooKeeperTree (a new one by default), with admin helpers."""
 
-    def __init__(self, tree: ZooKeeperTree | None = None, *, time_ms: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        tree: ZooKeeperTree | None = None,
+        *,
+        time_ms: Callable[[], int] | None = None,
+        max_recorded_calls: int | None = 1000,
+    ) -> None:
         self.tree = ZooKeeperTree() if tree is None else tree
         self.session_id = self.tree.new_session()
         self.closed = False
@@ -240,7 +248,8 @@ class InMemoryKafkaZkClient:
         self._exist_watches: set[str] = set()
         self._child_watches: set[str] = set()
         self._injections: list[Injection] = []
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.calls: deque[tuple[str, tuple[Any, ...]]] = deque(maxlen=max_recorded_calls)
+        self.call_counts: Counter[str] = Counter()
         self.connection_losses = 0
         self._broker_sessions: dict[int, int] = {}
         self.tree.clients.append(self)
@@ -251,7 +260,7 @@ class InMemoryKafkaZkClient:
 
     def new_client(self) -> InMemoryKafkaZkClient:
         """Another client (another broker's) on the same tree, with its own session."""
-        return InMemoryKafkaZkClient(self.tree, time_ms=self.time_ms)
+        return InMemoryKafkaZkClient(self.tree, time_ms=self.time_ms, max_recorded_calls=self.calls.maxlen)
 
     # =============================================================== injection
 
@@ -301,6 +310,7 @@ class InMemoryKafkaZkClient:
     def _call(self, method: str, *args: Any) -> Injection | None:
         """Record the call, check the client is usable, apply an injected raise."""
         self.calls.append((method, args))
+        self.call_counts[method] += 1
         if self.closed:
             raise ZooKeeperClientException("Client is closed")
         injection = self._take(method)
@@ -317,7 +327,8 @@ class InMemoryKafkaZkClient:
         return injection.code
 
     def call_count(self, method: str) -> int:
-        return sum(1 for name, _ in self.calls if name == method)
+        """How many times ``method`` was called (all calls, not only the recorded window)."""
+        return self.call_counts[method]
 
     # ================================================================ fencing
 
@@ -338,6 +349,8 @@ class InMemoryKafkaZkClient:
     # ================================================================ watches
 
     def _fire(self, kind: str, path: str) -> None:
+        if not (self._data_watches or self._exist_watches or self._child_watches):
+            return  # nothing armed: the common case on bulk writes
         if kind == "child":
             if path in self._child_watches:
                 self._child_watches.discard(path)

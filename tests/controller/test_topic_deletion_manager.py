@@ -188,3 +188,52 @@ def test_controller_deletion_client_deletes_the_znodes(ck: Any) -> None:
     for path in (zn.topic_path("foo"), zn.partition_state_path(TopicPartition("foo", 0)), zn.topic_config_path("foo"),
                  zn.delete_topic_path("foo")):
         assert store.get_data(path) == (None, None)
+
+
+def test_deletion_end_to_end_with_the_zk_state_machines(ck: Any) -> None:
+    """TDM over ZkPartitionStateMachine, ZkReplicaStateMachine and ControllerDeletionClient: the
+    requests the brokers get and what the store holds at each step."""
+    from ctrlbatch.batch import ControllerBrokerRequestBatch, RecordingTransport
+    from ctrlbatch.controller import OfflinePartitionLeaderElectionStrategy, ZkPartitionStateMachine, ZkReplicaStateMachine
+    from ctrlbatch.requests import StopReplicaRequest
+
+    h = ck.Harness()
+    h.live(1, 2, 3)
+    partitions = [TopicPartition("foo", p) for p in range(2)]
+    for tp in partitions:
+        h.assign(tp, [1, 2, 3])
+    replicas = [PartitionAndReplica(tp, r) for tp in partitions for r in (1, 2, 3)]
+    transport = RecordingTransport()
+    psm = ZkPartitionStateMachine(5, h.ctx, h.store, ControllerBrokerRequestBatch(5, h.ctx, "3.9-IV0", transport))
+    rsm = ZkReplicaStateMachine(5, h.ctx, h.store, ControllerBrokerRequestBatch(5, h.ctx, "3.9-IV0", transport))
+    psm.handle_state_changes(partitions, P.NewPartition)
+    rsm.handle_state_changes(replicas, R.NewReplica)
+    psm.handle_state_changes(partitions, P.OnlinePartition, OfflinePartitionLeaderElectionStrategy(False))
+    rsm.handle_state_changes(replicas, R.OnlineReplica)
+    sent_umr: list[set[TopicPartition]] = []
+    client = ControllerDeletionClient(
+        h.ctx, h.store, unregister_partition_modifications_handlers=lambda topics: None,
+        send_update_metadata_request=lambda brokers, parts: sent_umr.append(set(parts)),
+    )
+    manager = TopicDeletionManager(h.ctx, rsm, psm, client)
+    h.store.delete_topic("foo")
+    transport.clear()
+    manager.enqueue_topics_for_deletion({"foo"})
+    assert sent_umr == [set(partitions)]
+    assert h.ctx.replicas_in_state("foo", R.ReplicaDeletionStarted) == set(replicas)
+    # each broker: StopReplica without delete (Offline), then with delete (Started), leader epoch -2
+    for b in (1, 2, 3):
+        stops = [r.body for r in transport.requests_for(b) if isinstance(r.body, StopReplicaRequest)]
+        states = [(ps.partition_index, ps.leader_epoch, ps.delete_partition)
+                  for body in stops for ts in body.topic_states for ps in ts.partition_states]
+        assert states == [(0, -2, False), (1, -2, False), (0, -2, True), (1, -2, True)]
+    # the ISR shrank in the store but no LeaderAndIsr went out (the topic is queued)
+    assert all(r.api_key != 4 for b in (1, 2, 3) for r in transport.requests_for(b))
+    for tp in partitions:
+        stored = h.store.partition_state(tp)
+        assert stored is not None and stored.leader_and_isr.leader == -1 and len(stored.leader_and_isr.isr) == 1
+    manager.complete_replica_deletion(replicas)
+    assert h.ctx.topics_queued_for_deletion == set() and "foo" not in h.ctx.partitions_being_reassigned
+    assert h.ctx.partitions_for_topic("foo") == set() and h.ctx.replica_states == {}
+    assert h.store.get_data(zn.topic_path("foo")) == (None, None)
+    assert h.store.get_topic_deletions() == []
