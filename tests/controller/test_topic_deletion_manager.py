@@ -194,7 +194,11 @@ def test_deletion_end_to_end_with_the_zk_state_machines(ck: Any) -> None:
     """TDM over ZkPartitionStateMachine, ZkReplicaStateMachine and ControllerDeletionClient: the
     requests the brokers get and what the store holds at each step."""
     from ctrlbatch.batch import ControllerBrokerRequestBatch, RecordingTransport
-    from ctrlbatch.controller import OfflinePartitionLeaderElectionStrategy, ZkPartitionStateMachine, ZkReplicaStateMachine
+    from ctrlbatch.controller import (
+        OfflinePartitionLeaderElectionStrategy,
+        ZkPartitionStateMachine,
+        ZkReplicaStateMachine,
+    )
     from ctrlbatch.requests import StopReplicaRequest
 
     h = ck.Harness()
