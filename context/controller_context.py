@@ -516,7 +516,7 @@ class ControllerContext:
     def partitions_in_states(
         self, states: Iterable[PartitionState], topic: str | None = None
     ) -> set[TopicPartition]:
-        """CC:437-447: partitions in one of ``states``; of ``topic`` only when given (its partitions only)."""
+        """CC:433-447: partitions in one of ``states``; of ``topic`` only when given (its partitions only)."""
         wanted = frozenset(states)
         if topic is None:
             return {tp for tp, s in self._partition_states.items() if s in wanted}
@@ -582,7 +582,7 @@ class ControllerContext:
                     raise KeyError(PartitionAndReplica(TopicPartition(topic, partition), r)) from None
 
     def replicas_for_topic(self, topic: str) -> set[PartitionAndReplica]:
-        """CC:262-268: every replica of every partition of ``topic``, from the assignments."""
+        """CC:261-268: every replica of every partition of ``topic``, from the assignments."""
         return {
             PartitionAndReplica(TopicPartition(topic, partition), r)
             for partition, assignment in self._partition_assignments.get(topic, _NO_ASSIGNMENTS).items()
@@ -590,7 +590,7 @@ class ControllerContext:
         }
 
     def replicas_for_partition(self, partitions: Iterable[TopicPartition]) -> set[PartitionAndReplica]:
-        """CC:300-305."""
+        """CC:297-302."""
         return {PartitionAndReplica(tp, r) for tp in partitions for r in self.partition_replica_assignment(tp)}
 
     def replicas_on_brokers(self, broker_ids: Iterable[int]) -> set[PartitionAndReplica]:
@@ -606,7 +606,7 @@ class ControllerContext:
         return out
 
     def online_and_offline_replicas(self) -> tuple[set[PartitionAndReplica], set[PartitionAndReplica]]:
-        """CC:281-298: every assigned replica, split by ``is_replica_online``."""
+        """CC:280-295: every assigned replica, split by ``is_replica_online``."""
         online: set[PartitionAndReplica] = set()
         offline: set[PartitionAndReplica] = set()
         is_online = self.is_replica_online
@@ -618,7 +618,7 @@ class ControllerContext:
         return online, offline
 
     def replicas_in_state(self, topic: str, state: ReplicaState) -> set[PartitionAndReplica]:
-        """CC:367-369: the topic's replicas in ``state`` (KeyError for a replica without a state)."""
+        """CC:371-373: the topic's replicas in ``state`` (KeyError for a replica without a state)."""
         states = self._replica_states.get(topic, {})
         out: set[PartitionAndReplica] = set()
         for partition, assignment in self._partition_assignments.get(topic, _NO_ASSIGNMENTS).items():
@@ -633,17 +633,17 @@ class ControllerContext:
         return out
 
     def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
-        """CC:371-373 (true for a topic without replicas)."""
+        """CC:375-377 (true for a topic without replicas)."""
         return all(s is state for _, _, s in self._topic_replica_states(topic))
 
     def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
-        """CC:375-377."""
+        """CC:379-381."""
         return any(s is state for _, _, s in self._topic_replica_states(topic))
 
     def check_valid_partition_state_change(
         self, partitions: Iterable[TopicPartition], target_state: PartitionState
     ) -> tuple[list[TopicPartition], list[TopicPartition]]:
-        """CC:383-385, 546-547: (valid, invalid) moves to ``target_state``; every partition needs a state."""
+        """CC:387-389, 546-547: (valid, invalid) moves to ``target_state``; every partition needs a state."""
         valid_from = PARTITION_VALID_FROM[target_state]
         states = self._partition_states
         valid: list[TopicPartition] = []
@@ -655,7 +655,7 @@ class ControllerContext:
     def check_valid_replica_state_change(
         self, replicas: Iterable[PartitionAndReplica], target_state: ReplicaState
     ) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
-        """CC:379-381, 543-544: (valid, invalid) moves to ``target_state``; every replica needs a state."""
+        """CC:383-385, 543-544: (valid, invalid) moves to ``target_state``; every replica needs a state."""
         valid_from = REPLICA_VALID_FROM[target_state]
         valid: list[PartitionAndReplica] = []
         invalid: list[PartitionAndReplica] = []

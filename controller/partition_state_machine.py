@@ -2,7 +2,7 @@
 
 Rules (PSM = core/src/main/scala/kafka/controller/PartitionStateMachine.scala, 3.9; reference
 kafka-zk-controller.md §1):
-- ``PartitionStateMachine`` is the abstract base (PSM:40-124): ``startup`` (initialise each
+- ``PartitionStateMachine`` is the abstract base (PSM:36-117): ``startup`` (initialise each
   cached partition: leader online -> Online, leader offline -> Offline, no leadership -> New;
   then the online trigger), ``shutdown``, ``trigger_online_partition_state_change(topic=None)``
   (New and Offline partitions, topics queued for deletion dropped, to Online with
@@ -76,7 +76,7 @@ _P = PartitionState
 
 
 class PartitionStateMachine(abc.ABC):
-    """PSM:40-124: what every partition state machine offers (mocks subclass this)."""
+    """PSM:36-117: what every partition state machine offers (mocks subclass this)."""
 
     def __init__(self, controller_context: ControllerContext) -> None:
         self.controller_context = controller_context
@@ -124,7 +124,7 @@ class PartitionStateMachine(abc.ABC):
 
 
 class ZkPartitionStateMachine(PartitionStateMachine):
-    """PSM:126-519: the partition state machine over a KafkaZkClient and a request batch.
+    """PSM:129-529: the partition state machine over a KafkaZkClient and a request batch.
 
     controller_id: this broker's id (config.brokerId). metadata_version: the IBP (leader recovery
     needs 3.2-IV0). config_originals: the broker's config, the defaults under each topic's config
@@ -186,7 +186,7 @@ class ZkPartitionStateMachine(PartitionStateMachine):
         target_state: PartitionState,
         strategy: PartitionLeaderElectionStrategy | None,
     ) -> ElectionResults:
-        """PSM:203-267."""
+        """PSM:208-267."""
         ctx = self.controller_context
         for tp in partitions:
             ctx.put_partition_state_if_not_exists(tp, _P.NonExistentPartition)

@@ -2,7 +2,7 @@
 
 Rules (RSM = core/src/main/scala/kafka/controller/ReplicaStateMachine.scala, 3.9; reference
 kafka-zk-controller.md §3):
-- ``ReplicaStateMachine`` is the abstract base (RSM:36-88): ``startup`` (each assigned replica
+- ``ReplicaStateMachine`` is the abstract base (RSM:32-76): ``startup`` (each assigned replica
   Online if ``is_replica_online`` else ReplicaDeletionIneligible, then Online ones -> OnlineReplica
   and the others -> OfflineReplica), ``shutdown`` and the abstract ``handle_state_changes``.
 - ``ZkReplicaStateMachine.handle_state_changes`` (RSM:107-122): nothing for an empty list; else
@@ -52,14 +52,14 @@ _R = ReplicaState
 
 
 class ReplicaStateMachine(abc.ABC):
-    """RSM:36-88: what every replica state machine offers (mocks subclass this)."""
+    """RSM:32-76: what every replica state machine offers (mocks subclass this)."""
 
     def __init__(self, controller_context: ControllerContext) -> None:
         self.controller_context = controller_context
         self.logger = logging.getLogger("kafka.controller.ReplicaStateMachine")
 
     def startup(self) -> None:
-        """RSM:43-52."""
+        """RSM:36-48."""
         self.logger.info("Initializing replica state")
         self._initialize_replica_state()
         self.logger.info("Triggering online replica state changes")
@@ -90,7 +90,7 @@ def _sorted(replicas: set[PartitionAndReplica]) -> list[PartitionAndReplica]:
 
 
 class ZkReplicaStateMachine(ReplicaStateMachine):
-    """RSM:90-451: the replica state machine over a KafkaZkClient and a request batch."""
+    """RSM:97-451: the replica state machine over a KafkaZkClient and a request batch."""
 
     def __init__(
         self,
@@ -258,7 +258,7 @@ class ZkReplicaStateMachine(ReplicaStateMachine):
     def _do_remove_replicas_from_isr(
         self, replica_id: int, partitions: list[TopicPartition]
     ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception], list[TopicPartition]]:
-        """RSM:329-388: one round."""
+        """RSM:330-390: one round."""
         ctx = self.controller_context
         leader_and_isrs, no_state = self._get_topic_partition_states_from_zk(partitions)
         with_replica: dict[TopicPartition, LeaderAndIsr] = {}
@@ -301,7 +301,7 @@ class ZkReplicaStateMachine(ReplicaStateMachine):
     def _get_topic_partition_states_from_zk(
         self, partitions: list[TopicPartition]
     ) -> tuple[dict[TopicPartition, LeaderAndIsr | Exception], list[TopicPartition]]:
-        """RSM:390-431."""
+        """RSM:392-432."""
         ctx = self.controller_context
         try:
             responses = self.zk_client.get_topic_partition_states_raw(partitions)
