@@ -16,9 +16,11 @@ Rules:
   as Kafka's do through ``replicasForTopic``; ``remove_topic`` drops a topic's maps in O(its
   size). ``preferred_replica_imbalance_count()`` is computed on demand (one scan) instead of on
   every leadership put, so the replay's hot paths pay nothing for it.
-- Beyond Kafka: ``remove_topic`` also forgets the topic's partition and replica states (Kafka
-  keeps NonExistentPartition entries; a re-created topic starts from NonExistent either way) and
-  its reassignment marks; ``offline_partition_count`` is left as Kafka leaves it.
+- ``remove_topic`` is Kafka's (CC:320-337): it leaves the topic's partition states, replica
+  states and reassignment marks alone. After a completed deletion the partitions are
+  NonExistentPartition and the replica states are gone already; a topic whose znode vanished
+  otherwise keeps its states, so a re-created topic meets them exactly as in Kafka (invalid
+  New transitions logged, Online -> Online elections). ``reset_context`` clears everything.
 - Brokers: ``set_live_brokers`` replaces both the live set and the epoch map; ``add_live_brokers``
   adds to both. ``shutting_down_broker_ids`` is a separate mutable set: a shutting-down broker stays
   "live or shutting down" but is no longer "live", and its replicas count as offline.
@@ -335,16 +337,8 @@ class ControllerContext:
             self._topic_names.pop(topic_id, None)
         assignments = self._partition_assignments.pop(topic, None)
         if assignments is not None:
-            states = self._partition_states
-            reassigning = self._partitions_being_reassigned
             for partition in assignments:
-                tp = TopicPartition(topic, partition)
-                self._partition_leadership_info.pop(tp, None)
-                if states:
-                    states.pop(tp, None)
-                if reassigning:
-                    reassigning.discard(tp)
-        self._replica_states.pop(topic, None)
+                self._partition_leadership_info.pop(TopicPartition(topic, partition), None)
 
     # ------------------------------------------------------------ assignments
 

@@ -102,11 +102,15 @@ def test_per_topic_queries_and_remove_topic() -> None:
     assert len(ctx.replicas_on_brokers({2})) == 4
     ctx.partitions_being_reassigned.add(TopicPartition("a", 0))
     ctx.remove_topic("a")
-    assert {r.topic for r in ctx.replica_states} == {"b"}
-    assert {tp.topic for tp in ctx.partition_states} == {"b"}
-    assert ctx.partitions_being_reassigned == set()
-    assert ctx.offline_partition_count == 4  # kept, as Kafka keeps it
-    assert ctx.are_all_replicas_in_state("a", R.ReplicaDeletionSuccessful)  # no replicas left
+    # Kafka's removeTopic (CC:320-337) keeps the state-machine maps and the reassignment mark
+    assert {r.topic for r in ctx.replica_states} == {"a", "b"}
+    assert {tp.topic for tp in ctx.partition_states} == {"a", "b"}
+    assert ctx.partitions_being_reassigned == {TopicPartition("a", 0)}
+    assert ctx.offline_partition_count == 4
+    assert ctx.partitions_for_topic("a") == set() and "a" not in ctx.all_topics
+    assert ctx.are_all_replicas_in_state("a", R.ReplicaDeletionSuccessful)  # no assigned replicas left
+    ctx.reset_context()
+    assert (ctx.replica_states, dict(ctx.partition_states), ctx.partitions_being_reassigned) == ({}, {}, set())
 
 
 def test_leadership_queries() -> None:
