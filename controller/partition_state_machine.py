@@ -165,7 +165,7 @@ class ZkPartitionStateMachine(PartitionStateMachine):
         leader_election_strategy: PartitionLeaderElectionStrategy | None = None,
     ) -> ElectionResults:
         """PSM:151-177."""
-        partitions = list(partitions)
+        partitions = _checked_partitions(partitions, target_state, leader_election_strategy)
         if not partitions:
             return {}
         try:
@@ -426,6 +426,34 @@ class _Prefixed(logging.LoggerAdapter):  # type: ignore[type-arg]
     def process(self, msg: object, kwargs: Mapping[str, object]) -> tuple[str, dict[str, object]]:
         extra = self.extra or {}
         return f"{extra.get('prefix', '')}{msg}", dict(kwargs)
+
+
+_STRATEGIES = (
+    OfflinePartitionLeaderElectionStrategy,
+    ReassignPartitionLeaderElectionStrategy,
+    PreferredReplicaPartitionLeaderElectionStrategy,
+    ControlledShutdownPartitionLeaderElectionStrategy,
+)
+
+
+def _checked_partitions(
+    partitions: Iterable[TopicPartition], target_state: object, strategy: object
+) -> list[TopicPartition]:
+    """The edge checks Scala's types make for Kafka: a TypeError naming the parameter."""
+    if not isinstance(target_state, PartitionState):
+        raise TypeError(f"target_state must be a PartitionState, not {type(target_state).__name__} {target_state!r:.80}")
+    if strategy is not None and not isinstance(strategy, _STRATEGIES):
+        raise TypeError(
+            "leader_election_strategy must be one of the four PartitionLeaderElectionStrategy values or None, "
+            f"not {type(strategy).__name__} {strategy!r:.80}"
+        )
+    if isinstance(partitions, TopicPartition | str):
+        raise TypeError(f"partitions must be a sequence of TopicPartition, not {type(partitions).__name__}")
+    out = list(partitions)
+    for tp in out:
+        if type(tp) is not TopicPartition:
+            raise TypeError(f"partitions must hold TopicPartition values, not {type(tp).__name__} {tp!r:.80}")
+    return out
 
 
 def _scala_set(ids: Iterable[int]) -> str:

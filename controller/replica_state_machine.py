@@ -85,6 +85,19 @@ class ReplicaStateMachine(abc.ABC):
         """Move ``replicas`` to ``target_state``."""
 
 
+def _checked_replicas(replicas: Sequence[PartitionAndReplica], target_state: object) -> list[PartitionAndReplica]:
+    """The edge checks Scala's types make for Kafka: a TypeError naming the parameter."""
+    if not isinstance(target_state, ReplicaState):
+        raise TypeError(f"target_state must be a ReplicaState, not {type(target_state).__name__} {target_state!r:.80}")
+    if isinstance(replicas, PartitionAndReplica | str):
+        raise TypeError(f"replicas must be a sequence of PartitionAndReplica, not {type(replicas).__name__}")
+    out = list(replicas)
+    for r in out:
+        if type(r) is not PartitionAndReplica:
+            raise TypeError(f"replicas must hold PartitionAndReplica values, not {type(r).__name__} {r!r:.80}")
+    return out
+
+
 def _sorted(replicas: set[PartitionAndReplica]) -> list[PartitionAndReplica]:
     return sorted(replicas, key=lambda r: (r.topic_partition, r.replica))
 
@@ -110,6 +123,7 @@ class ZkReplicaStateMachine(ReplicaStateMachine):
 
     def handle_state_changes(self, replicas: Sequence[PartitionAndReplica], target_state: ReplicaState) -> None:
         """RSM:107-122."""
+        replicas = _checked_replicas(replicas, target_state)
         if not replicas:
             return
         try:

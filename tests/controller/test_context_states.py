@@ -141,3 +141,21 @@ def test_a_populated_context_pickles_with_its_states() -> None:
     assert copy.offline_partition_count == 1 and copy.topics_ineligible_for_deletion == {"t"}
     # an empty context stays as small as before: the new fields are empty containers
     assert len(pickle.dumps(ControllerContext())) < 1000
+
+
+def test_bad_arguments_are_named(h: Any) -> None:
+    import pytest as _pytest
+
+    with _pytest.raises(TypeError, match="target_state must be a PartitionState"):
+        h.psm.handle_state_changes([TP], R.OnlineReplica)
+    with _pytest.raises(TypeError, match="leader_election_strategy must be one of"):
+        h.psm.handle_state_changes([TP], P.OnlinePartition, "offline")
+    with _pytest.raises(TypeError, match="partitions must hold TopicPartition"):
+        h.psm.handle_state_changes([("t", 0)], P.NewPartition)
+    with _pytest.raises(TypeError, match="partitions must be a sequence"):
+        h.psm.handle_state_changes(TP, P.NewPartition)
+    with _pytest.raises(TypeError, match="target_state must be a ReplicaState"):
+        h.rsm.handle_state_changes([PartitionAndReplica(TP, 5)], P.NewPartition)
+    with _pytest.raises(TypeError, match="replicas must hold PartitionAndReplica"):
+        h.rsm.handle_state_changes([TP], R.NewReplica)
+    assert h.psm_batch.calls == [] and h.rsm_batch.calls == []  # refused before any batch
