@@ -133,7 +133,8 @@ class ZooKeeperTree:
         return path in self.nodes
 
     def create(self, path: str, data: bytes | None, owner: int = 0, sequential: bool = False) -> tuple[Code, str | None]:
-        parent_path = _parent(path)
+        parent_path, _, name = path.rpartition("/")
+        parent_path = parent_path or "/"
         parent = self.nodes.get(parent_path)
         if parent is None:
             return Code.NONODE, None
@@ -143,13 +144,14 @@ class ZooKeeperTree:
             seq = self.sequence.get(parent_path, 0)
             self.sequence[parent_path] = seq + 1
             path = f"{path}{seq:010d}"
+            name = _name(path)
         if path in self.nodes:
             return Code.NODEEXISTS, None
         if owner and owner not in self.sessions:
             return Code.SESSIONEXPIRED, None
         zxid = self._tick()
         self.nodes[path] = _ZNode(data, zxid, owner)
-        parent.children[_name(path)] = None
+        parent.children[name] = None
         parent.cversion += 1
         self._notify("created", path)
         self._notify("child", parent_path)
@@ -208,7 +210,9 @@ class ZooKeeperTree:
                 client._reinitialize()
 
     def _notify(self, kind: str, path: str) -> None:
-        for client in list(self.clients):
+        """Tell the clients with an armed watch (none, on bulk writes: no call at all)."""
+        armed = [c for c in self.clients if c._data_watches or c._exist_watches or c._child_watches]
+        for client in armed:
             client._fire(kind, path)
 
 
@@ -349,8 +353,6 @@ class InMemoryKafkaZkClient:
     # ================================================================ watches
 
     def _fire(self, kind: str, path: str) -> None:
-        if not (self._data_watches or self._exist_watches or self._child_watches):
-            return  # nothing armed: the common case on bulk writes
         if kind == "child":
             if path in self._child_watches:
                 self._child_watches.discard(path)
