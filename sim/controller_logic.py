@@ -135,15 +135,15 @@ class SimController:
         if existing:
             self._send(lambda: self.batch.add_update_metadata_request_for_brokers(existing, ()))
         self._send(lambda: self.batch.add_update_metadata_request_for_brokers([broker.id], self._all_partitions()))
-        offline = [tp for tp in self._all_partitions() if self._leader(tp) < 0 and broker.id in self.ctx.partition_replica_assignment(tp)]
         hosted = [tp for tp in self._all_partitions() if broker.id in self.ctx.partition_replica_assignment(tp)]
+        offline = {tp for tp in hosted if self._leader(tp) < 0}  # a set: one pass over hosted, O(hosted)
 
         def build() -> None:
-            for tp in offline:
-                self._elect(tp, exclude=())
-                self._add_leader_and_isr(tp, self._live_replicas(tp))
             for tp in hosted:
-                if tp not in offline:
+                if tp in offline:
+                    self._elect(tp, exclude=())
+                    self._add_leader_and_isr(tp, self._live_replicas(tp))
+                else:
                     self._add_leader_and_isr(tp, [broker.id])
 
         if hosted:

@@ -11,12 +11,21 @@ Rules (kafka-broker-control-requests.md §3.3, cited ZkMC:line):
   cached topic whose id the request does not mention (ZkMC:77-91). Partitions missing from a
   mentioned topic are kept, as in Kafka (ZkMC:92-108 deletes and at once re-adds only new ones).
 - ``view()`` is the comparable content: what must equal the controller's view once quiet.
+- Shared topic maps (copy on write): simulated brokers of one process apply the same decoded
+  UpdateMetadata (shared_decode.py), so a topic whose states in the request carry no deletion and
+  cover every partition the cache holds for it gets the request's own partition map, built once
+  per decoded request and topic and shared by every cache that applies it; a cache copies a shared
+  map before it changes it. The content is what the per-partition merge gives; a full
+  UpdateMetadata costs a broker O(topics), not O(partitions), and N brokers hold one map.
+  ``matches`` compares a shared map once per pass (``MatchMemo``).
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import logging
+import threading
 import uuid
 from collections.abc import Mapping
 
@@ -25,7 +34,8 @@ import attrs
 from ctrlbatch.context import SecurityProtocol, TopicPartition
 from ctrlbatch.requests import ZERO_UUID, UpdateMetadataPartitionState, UpdateMetadataRequest
 
-__all__ = ["CachedBroker", "CacheView", "MetadataCache", "PartitionView", "alive_brokers", "partition_view", "view_digest"]
+__all__ = ["CachedBroker", "CacheView", "MatchMemo", "MetadataCache", "PartitionView", "alive_brokers", "partition_view",
+           "view_digest"]
 
 _log = logging.getLogger("ctrlbatch.sim.broker")
 LEADER_DURING_DELETE = -2
@@ -110,6 +120,54 @@ def _partition_states(request: UpdateMetadataRequest, version: int) -> list[tupl
     return [(t.topic_name, list(t.partition_states)) for t in request.topic_states]
 
 
+PartitionMap = dict[int, UpdateMetadataPartitionState]
+SHARED_REQUESTS = 8
+_shared_maps: collections.OrderedDict[int, tuple[UpdateMetadataRequest, dict[int, PartitionMap | None]]] = (
+    collections.OrderedDict())
+"""id(request) -> (the request, held so that its id stays its own; its shared maps by topic index):
+the latest SHARED_REQUESTS decoded requests (the brokers of a process apply one after another)."""
+_shared_lock = threading.Lock()
+
+
+def _shared_map(request: UpdateMetadataRequest, index: int, group: list[UpdateMetadataPartitionState]) -> PartitionMap | None:
+    """The partition map of the request's ``index``-th topic state, shared by every cache that applies
+    this decoded request; None when the topic's states hold a deletion (leader -2)."""
+    key = id(request)
+    with _shared_lock:
+        entry = _shared_maps.get(key)
+        if entry is None or entry[0] is not request:
+            entry = _shared_maps[key] = (request, {})
+            if len(_shared_maps) > SHARED_REQUESTS:
+                _shared_maps.popitem(last=False)
+        else:
+            _shared_maps.move_to_end(key)
+        maps = entry[1]
+        if index in maps:
+            return maps[index]
+    built: PartitionMap | None = {s.partition_index: s for s in group}
+    if any(s.leader == LEADER_DURING_DELETE for s in group):
+        built = None
+    with _shared_lock:
+        return maps.setdefault(index, built)
+
+
+@attrs.define
+class MatchMemo:
+    """What one comparison pass over many caches computes once: the wanted partitions by topic,
+    partition views by state object, and the shared maps already found equal or unequal."""
+
+    want: CacheView
+    by_topic: dict[str, dict[int, PartitionView]] = attrs.field(init=False)
+    views: dict[int, PartitionView] = attrs.field(factory=dict)
+    maps: dict[int, bool] = attrs.field(factory=dict)
+    """id(partition map) -> equal to the wanted one (maps stay alive for the pass)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.by_topic = {}
+        for tp, pv in self.want.partitions.items():
+            self.by_topic.setdefault(tp.topic, {})[tp.partition] = pv
+
+
 class MetadataCache:
     """The partition-state map, topic ids, controller id and kind, and alive brokers."""
 
@@ -119,6 +177,8 @@ class MetadataCache:
         self.controller_id: int | None = None
         self.controller_is_kraft = False
         self.alive_brokers: dict[int, CachedBroker] = {}
+        self._shared: set[str] = set()
+        """Topics whose partition map is shared (copied before any change)."""
 
     def __repr__(self) -> str:
         n = sum(len(p) for p in self.partition_states.values())
@@ -153,9 +213,21 @@ class MetadataCache:
             else:
                 topic_ids[t.topic_name] = t.topic_id
         deleted: dict[TopicPartition, None] = {}
+        deleted_topics: set[str] = set()
         cached = self.partition_states
-        for topic, group in groups:
+        shared = self._shared
+        first_request_group = len(groups) - (len(request.topic_states) if version >= 5 else 0)
+        for k, (topic, group) in enumerate(groups):
             infos = cached.get(topic)
+            if k >= first_request_group and topic not in deleted_topics:
+                whole = _shared_map(request, k - first_request_group, group)
+                if whole is not None and (infos is None or infos.keys() <= whole.keys()):
+                    cached[topic] = whole
+                    shared.add(topic)
+                    continue
+            if infos is not None and topic in shared:
+                infos = cached[topic] = dict(infos)
+                shared.discard(topic)
             for s in group:
                 if s.leader == LEADER_DURING_DELETE:
                     tp = TopicPartition(topic, s.partition_index)
@@ -166,6 +238,7 @@ class MetadataCache:
                             topic_ids.pop(topic, None)
                             infos = None
                     deleted[tp] = None
+                    deleted_topics.add(topic)
                 else:
                     if infos is None:
                         infos = cached[topic] = {}
@@ -194,28 +267,35 @@ class MetadataCache:
                 ))
         return out
 
-    def matches(self, want: CacheView, memo: dict[int, PartitionView] | None = None) -> bool:
-        """``self.view() == want``, without building the view: states shared between caches (one
-        decoded request applied by many brokers) are converted once through ``memo`` (by id, so
-        only for the duration of one comparison pass)."""
+    def matches(self, want: CacheView, memo: MatchMemo | None = None) -> bool:
+        """``self.view() == want``, without building the view: a memo shared by one comparison pass
+        over many caches converts each state object once and compares each shared map once."""
+        memo = MatchMemo(want) if memo is None or memo.want is not want else memo
         if self.alive_brokers != want.brokers or self.topic_ids != want.topic_ids:
             return False
-        memo = {} if memo is None else memo
-        by_topic: dict[str, dict[int, PartitionView]] = {}
-        for tp, pv in want.partitions.items():
-            by_topic.setdefault(tp.topic, {})[tp.partition] = pv
+        by_topic = memo.by_topic
         if by_topic.keys() != self.partition_states.keys():
             return False
         for topic, infos in self.partition_states.items():
-            wanted = by_topic[topic]
-            if len(wanted) != len(infos):
+            known_map = memo.maps.get(id(infos))
+            if known_map is None:
+                known_map = self._map_matches(infos, by_topic[topic], memo.views)
+                if topic in self._shared:
+                    memo.maps[id(infos)] = known_map
+            if not known_map:
                 return False
-            for p, st in infos.items():
-                known = memo.get(id(st))
-                if known is None:
-                    known = memo[id(st)] = partition_view(st)
-                if wanted.get(p) != known:
-                    return False
+        return True
+
+    @staticmethod
+    def _map_matches(infos: PartitionMap, wanted: dict[int, PartitionView], views: dict[int, PartitionView]) -> bool:
+        if len(wanted) != len(infos):
+            return False
+        for p, st in infos.items():
+            known = views.get(id(st))
+            if known is None:
+                known = views[id(st)] = partition_view(st)
+            if wanted.get(p) != known:
+                return False
         return True
 
     def view(self) -> CacheView:
