@@ -375,7 +375,8 @@ class KafkaController:
         online = ctx.is_replica_online
         with_offline_replicas = {
             topic for topic in ctx.all_topics
-            if any(not online(r.replica, r.topic_partition) for r in ctx.replicas_for_topic(topic))
+            if any(not online(r, tp) for tp, replicas in ctx.partition_replica_assignment_for_topic(topic).items()
+                   for r in replicas)
         }
         reassigning = {tp.topic for tp in ctx.partitions_being_reassigned}
         return to_delete, with_offline_replicas | reassigning

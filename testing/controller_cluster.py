@@ -91,10 +91,13 @@ class ControllerCluster:
 
     # ------------------------------------------------------------------ driving
 
-    def settle(self, max_rounds: int = 200) -> int:
-        """Process events and answer requests until quiet; returns the rounds used."""
+    def settle(self, max_rounds: int = 200, max_events: int = 10_000) -> int:
+        """Process events and answer requests until quiet; returns the rounds used. A round that
+        runs ``max_events`` events (a controller re-electing itself forever) fails the test."""
         for rounds in range(1, max_rounds + 1):
-            ran = self.controller.process_events()
+            ran = self.controller.process_events(max_events)
+            if ran >= max_events:
+                raise AssertionError(f"the controller ran {ran} events without its queue emptying: {self!r}")
             answered = self.channel.deliver_all(self._answer)
             if not ran and not answered:
                 return rounds
@@ -138,6 +141,19 @@ class ControllerCluster:
         return None if s is None else (s.leader_and_isr.leader, s.leader_and_isr.leader_epoch, s.leader_and_isr.isr)
 
     def caches_agree(self) -> list[int]:
-        """The live brokers whose metadata cache differs from the controller's view (none when all agree)."""
-        want = expected_view(self.controller.context)
-        return sorted(b for b, state in self.brokers.items() if not state.cache.matches(want))
+        """The live brokers whose metadata cache differs from the controller's view (none when all agree).
+
+        Topic ids of topics queued for deletion are left out of the comparison: a broker keeps a
+        topic's id when a deletion (-2) state arrives for a partition it already dropped (Kafka's
+        ZkMetadataCache.removePartitionInfo only forgets the id with the topic's last partition),
+        which a new controller's resent -2 states do."""
+        ctx = self.controller.context
+        want = expected_view(ctx)
+        queued = ctx.topics_queued_for_deletion
+        bad = []
+        for b, state in self.brokers.items():
+            view = state.cache.view()
+            ids = {t: i for t, i in view.topic_ids.items() if t not in queued}
+            if view.brokers != want.brokers or view.partitions != want.partitions or ids != want.topic_ids:
+                bad.append(b)
+        return sorted(bad)

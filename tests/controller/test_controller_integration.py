@@ -312,6 +312,33 @@ def test_partition_reassignment_resumes_after_replica_comes_online() -> None:
     _assert_reassigned(c, TP, [1])
 
 
+def test_reassigning_a_partition_without_state_makes_failover_thrash() -> None:
+    """A Kafka hazard kept as is: reassigning a partition that never came online (no state znode)
+    fails in A1 (KC:1276-1280, IllegalStateException -> UNKNOWN_SERVER_ERROR) but stays
+    reassigning in the topic znode; a failover that still finds no live replica for it resumes
+    it, fails, resigns and deletes /controller (KC:1521-1536, 1575-1580), which re-triggers the
+    election: the controller epoch climbs while no event is left unprocessed for long."""
+    c = cluster(3)
+    c.stop_broker(1)
+    c.settle()
+    create_topic(c, "t", [[1]])
+    got: list[Any] = []
+    c.controller.alter_partition_reassignments({TP: [2]}, got.append)
+    c.settle()
+    assert got == [{TP: ApiError(Errors.UNKNOWN_SERVER_ERROR)}]
+    assert c.store.get_full_replica_assignment_for_topics({"t"})[TP].adding_replicas == (2,)
+    c.stop_broker(2)
+    c.settle()
+    c.stop_controller()
+    c.controller, c.channel = c._new_controller(0)
+    c.controller.startup()
+    c.controller.process_events(max_events=50)
+    epoch = c.store.get_controller_epoch()
+    assert epoch is not None and epoch[0] > FIRST_EPOCH + 5
+    assert c.controller.event_manager.queued_events()  # still going
+    assert c.state(TP) is None
+
+
 def test_api_reassignment_validates_cancels_and_lists() -> None:
     """KC:1854-1919, 1939-1960: validation errors, a cancel back to the origin replicas, list."""
     c = cluster(3)
@@ -510,6 +537,20 @@ def test_admin_unclean_election() -> None:
     c.controller.elect_leaders([TP], ElectionType.UNCLEAN, got.append)
     c.settle()
     assert got[-1] == {TP: ApiError(Errors.ELECTION_NOT_NEEDED)}
+
+
+def test_elect_leaders_for_a_partition_without_state_never_answers() -> None:
+    """KC:2240-2250 reads the cached leadership with Option.get: a partition that never came
+    online (no live replica at creation) makes the event fail, and the callback is not called."""
+    c = cluster(2)
+    c.stop_broker(1)
+    c.settle()
+    create_topic(c, "t", [[1]])
+    assert c.state(TP) is None
+    got: list[Any] = []
+    c.controller.elect_leaders([TP], ElectionType.PREFERRED, got.append)
+    c.settle()
+    assert got == [] and c.controller.is_active
 
 
 # ---------------------------------------------------------------------- controlled shutdown
