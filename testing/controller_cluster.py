@@ -143,17 +143,21 @@ class ControllerCluster:
     def caches_agree(self) -> list[int]:
         """The live brokers whose metadata cache differs from the controller's view (none when all agree).
 
-        Topic ids of topics queued for deletion are left out of the comparison: a broker keeps a
-        topic's id when a deletion (-2) state arrives for a partition it already dropped (Kafka's
-        ZkMetadataCache.removePartitionInfo only forgets the id with the topic's last partition),
-        which a new controller's resent -2 states do."""
+        A cached topic id without cached partitions is left out of the comparison: a broker keeps
+        a topic's id when a deletion (-2) state arrives for a partition it does not hold (Kafka's
+        ZkMetadataCache.removePartitionInfo forgets the id only with the topic's last partition),
+        which happens when a deletion's UpdateMetadata is resent after a failover or a restart.
+        Topics queued for deletion whose deletion has not started are left out too: brokers learn
+        of a deletion only when it starts (TDM:268), so until then they keep the topic's state."""
         ctx = self.controller.context
         want = expected_view(ctx)
-        queued = ctx.topics_queued_for_deletion
+        waiting = ctx.topics_queued_for_deletion - ctx.topics_with_deletion_started
         bad = []
         for b, state in self.brokers.items():
             view = state.cache.view()
-            ids = {t: i for t, i in view.topic_ids.items() if t not in queued}
-            if view.brokers != want.brokers or view.partitions != want.partitions or ids != want.topic_ids:
+            parts = {tp: p for tp, p in view.partitions.items() if tp.topic not in waiting}
+            held = {tp.topic for tp in parts}
+            ids = {t: i for t, i in view.topic_ids.items() if t in held}
+            if view.brokers != want.brokers or parts != want.partitions or ids != want.topic_ids:
                 bad.append(b)
         return sorted(bad)

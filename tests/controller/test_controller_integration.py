@@ -847,6 +847,32 @@ def test_topic_deletion_waits_for_a_dead_replica() -> None:
     assert not c.store.path_exists("/brokers/topics/t")
 
 
+def test_recreated_topic_inherits_the_deletion_ineligible_mark() -> None:
+    """A Kafka hazard kept as is: removeTopic (CC:320-337) leaves topicsIneligibleForDeletion
+    alone. A deletion that completes while its topic is marked ineligible (a dead replica already
+    deleted is marked again, TDM:300-314) leaves the mark; a topic re-created with that name is
+    then never eligible: its deletion waits, with brokers still serving its metadata."""
+    c = cluster(3)
+    create_topic(c, "a", [[1, 2]])
+    c.stop_broker(2)
+    c.settle()
+    c.store.delete_topic("a")
+    c.settle()  # replica 1 deleted, replica 2 dead: ineligible
+    c.stop_broker(1)
+    c.settle()
+    c.start_broker(2)
+    c.settle()  # resumed: replica 2 deleted; dead replica 1 marks the topic ineligible again
+    assert not c.store.path_exists("/brokers/topics/a")
+    assert c.controller.context.topics_ineligible_for_deletion == {"a"}
+    create_topic(c, "a", [[2]])
+    c.store.delete_topic("a")
+    c.settle()
+    ctx = c.controller.context
+    assert ctx.topics_queued_for_deletion == {"a"} and ctx.topics_with_deletion_started == set()
+    assert c.store.path_exists("/brokers/topics/a")
+    assert 0 in c.brokers[2].cache.partition_states["a"]  # no UpdateMetadata with leader -2 went out
+
+
 def test_topic_deletion_disabled_removes_the_request() -> None:
     c = cluster(1, delete_topic_enable=False)
     create_topic(c, "t", [[0]])
