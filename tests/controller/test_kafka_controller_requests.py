@@ -133,3 +133,22 @@ def test_storage_error_in_a_leader_and_isr_response_moves_leadership() -> None:
     c.start_broker(1)  # a restart clears the broker's offline dirs (KC:574)
     c.settle()
     assert c.controller.context.replicas_on_offline_dirs.get(1, set()) == set()
+
+
+def test_isr_change_notification_refreshes_the_cache_and_completes_a_reassignment() -> None:
+    """KC:2147-2176: re-read the notified state znodes, UpdateMetadata for them, complete
+    reassignments, delete the notifications."""
+    c = ControllerCluster([0, 1], controller_id=0)
+    c.store.create_topic("t", [[0]])
+    c.settle()
+    c.store.reassign_partitions({TP: [1]})
+    c.settle()
+    s = c.state(TP)
+    assert s is not None
+    c.store.set_partition_state(TP, LeaderIsrAndControllerEpoch(attrs.evolve(s.leader_and_isr, isr=(0, 1)), s.controller_epoch))
+    c.store.notify_isr_change([TP])
+    c.settle()
+    s = c.state(TP)
+    assert s is not None and (s.leader_and_isr.leader, s.leader_and_isr.isr, s.leader_and_isr.leader_epoch) == (1, (1,), 3)
+    assert c.store.children("/isr_change_notification") == []
+    assert not c.store.reassign_partitions_in_progress() and c.caches_agree() == []
