@@ -185,7 +185,19 @@ def in_process_run(step: str, brokers: int, partitions: int, topics: int, rf: in
 # ---------------------------------------------------------------------------- parent
 
 
+_runs: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
 def child(kind: str, step: str, brokers: int, partitions: int, topics: int, rf: int, timeout: float) -> dict[str, Any]:
+    """One run in a child process; a configuration runs once per benchmark (the growth figure
+    reuses the scale group's 200,000-partition failover)."""
+    key = (kind, step, brokers, partitions, topics, rf)
+    if key not in _runs:
+        _runs[key] = _child(kind, step, brokers, partitions, topics, rf, timeout)
+    return _runs[key]
+
+
+def _child(kind: str, step: str, brokers: int, partitions: int, topics: int, rf: int, timeout: float) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", kind, step, str(brokers), str(partitions), str(topics), str(rf)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -222,6 +234,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (development): 20 brokers x 20,000 partitions etc.")
     ap.add_argument("--only", nargs="*", choices=("scale", "kafka", "growth"), help="run only these groups")
+    ap.add_argument("--steps", nargs="*", choices=("failover", "controlled-shutdown", "crash"),
+                    default=["failover", "controlled-shutdown", "crash"], help="the scale group's steps")
     ap.add_argument("--timeout", type=float, default=1800.0, help="bound on each child run, in seconds")
     ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     args = ap.parse_args()
@@ -260,7 +274,7 @@ def main() -> None:
     if "scale" in groups:
         b, p = (20, 20_000) if q else (100, 200_000)
         print(f"1. {b} brokers x {p:,} partitions, RF 3 ({p // 50:,} topics of 50):")
-        for step in ("failover", "controlled-shutdown", "crash"):
+        for step in args.steps:
             pair(f"{step}, {b} brokers x {p:,} partitions RF 3", step, b, p, p // 50, 3, None)
     if "kafka" in groups:
         n = 2_500 if q else 25_000

@@ -129,7 +129,10 @@ class _RecordingChannel:
 class SimCluster:
     """``async with SimCluster(ClusterConfig(brokers=5, controller="zk")) as c: c.driver.create_topics(...)``."""
 
-    def __init__(self, config: ClusterConfig, *, faults: dict[int, BrokerFaults] | None = None) -> None:
+    def __init__(self, config: ClusterConfig, *, faults: dict[int, BrokerFaults] | None = None,
+                 controller: str | None = None) -> None:
+        if controller is not None:  # SimCluster(config, controller="zk") is ClusterConfig(controller="zk")
+            config = attrs.evolve(config, controller=controller)
         self.config = config
         self.faults = faults or {}
         self.channel = AsyncControllerChannel(

@@ -1,6 +1,14 @@
-"""SimController: a small ZooKeeper-style controller that drives the batch engine over a channel.
+"""SimController: a small controller that drives the batch engine over a channel (``--controller kraft``).
 
 Rules:
+- It is the kraft mode's controller only (kraft_driver.py); zk mode runs Kafka's own
+  KafkaController (ctrlbatch.controller, zk_driver.py). Its decisions are simplified, not a KRaft
+  controller's (QuorumController/ReplicationControlManager) nor MigrationPropagator's: leaders are
+  "first live ISR replica, else first live replica" (unclean election always on); a crashed
+  broker stays in the ISR of the partitions it followed; reassignment takes the new replicas as
+  caught up at once; controlled shutdown moves leadership in one batch and never leaves a leader
+  in place; topic deletion ignores dead replicas; no preferred or automatic election, no partition
+  expansion, no ISR-change handling.
 - It owns a ControllerContext and one ControllerBrokerRequestBatch whose transport is a channel
   (anything with ``send``, ``add_broker`` and ``remove_broker``: ctrlbatch.transport's channel).
 - Broker membership follows kafka-broker-registration.md §5: a new broker id is added to the

@@ -44,13 +44,46 @@ def test_heartbeats_flow_while_the_loop_is_busy(controller: str) -> None:
 
 def test_a_broker_whose_heartbeats_stop_is_an_unexpected_fence() -> None:
     async def main() -> None:
-        config = ClusterConfig(brokers=3, controller="zk", session_timeout_ms=500, heartbeat_interval=0.05)
-        async with SimCluster(config) as c:
+        config = ClusterConfig(brokers=3, session_timeout_ms=500, heartbeat_interval=0.05)
+        async with SimCluster(config, controller="zk") as c:
+            assert c.driver.name == "zk"
             await c._stop_lifecycle(2)  # silenced, but not by a step: nobody expects its fencing
             await c.wait_for(lambda: 2 not in c.live_broker_ids(), 10, "broker 2 fenced")
             assert c.unexpected_fences == [2]
             await c.crash(1)  # a step's crash is expected
             await c.wait_for(lambda: 1 not in c.live_broker_ids(), 10, "broker 1 fenced")
             assert c.unexpected_fences == [2]
+
+    asyncio.run(main())
+
+
+def test_an_endpoint_woken_late_by_its_own_loop_fences_nobody() -> None:
+    """Endpoint and lifecycle on ONE loop (no plane), the loop held 3 session time-outs: the
+    fencing round that wakes late reads the waiting heartbeats first (controller_server.py)."""
+    from ctrlbatch.sim.broker_state import BrokerState
+    from ctrlbatch.sim.controller_server import ControllerEndpoint
+    from ctrlbatch.sim.controller_state import ControllerConfig, EventKind
+    from ctrlbatch.sim.lifecycle import BrokerLifecycle
+
+    async def main() -> None:
+        ep = ControllerEndpoint(ControllerConfig(cluster_id="c1", migration_enabled=True, session_timeout_ms=300,
+                                                 heartbeat_interval_ms=50))
+        await ep.start()
+        state = BrokerState(4, 100, migration_enabled=True)
+        lc = BrokerLifecycle(lambda: state, ("127.0.0.1", 9999), (ep.host, ep.port), "c1", heartbeat_interval=0.05,
+                             session_timeout=0.3, metadata_offset=lambda: ep.state.high_watermark)
+        lc.start()
+        try:
+            await asyncio.wait_for(lc.running.wait(), 5)
+            time.sleep(0.9)  # the loop is held: no heartbeat is read, the session looks expired
+            await asyncio.sleep(0.8)
+            assert ep.late_rounds >= 1
+            assert EventKind.FENCED not in [e.kind for e in ep.events]
+            await lc.stop()  # a broker that really stops is still fenced
+            await asyncio.sleep(1.1)
+            assert [e.kind for e in ep.events].count(EventKind.FENCED) == 1
+        finally:
+            await lc.stop()
+            await ep.stop()
 
     asyncio.run(main())
