@@ -11,6 +11,8 @@ Rules:
   ``controller="kraft"``: today's KRaft controller in migration mode (kraft_driver.py:
   SimController behind the endpoint's membership events; a controller that renounces after an
   UNKNOWN_SERVER_ERROR starts a new term with SimController.failover()).
+- Memory: the brokers share one MemoryPool (``broker_memory_bytes``), as processes on one machine
+  share its memory; a frame that does not fit waits in its socket (memory_pool.py).
 - Fencing is accounted: a broker fenced that no scenario step crashed or shut down is listed in
   ``unexpected_fences``; a run with any, or with no live broker, has not converged.
 - The harness records, per broker, what the controller handed to the channel (the body bytes, in
@@ -41,6 +43,7 @@ from .controller_server import ControllerEndpoint
 from .controller_state import BrokerEvent, ControllerConfig, EventKind, Registration
 from .kraft_driver import KraftDriver
 from .lifecycle import BrokerLifecycle
+from .memory_pool import MemoryPool
 from .metadata_cache import MatchMemo
 from .registration_plane import RegistrationPlane
 from .shared_decode import SharedDecoder
@@ -69,6 +72,10 @@ class ClusterConfig:
     controller_id: int = 3000
     share_decoding: bool = True
     """Brokers decode each distinct body once (shared_decode.py): N brokers in one process."""
+    broker_memory_bytes: int = 256 * 1024 * 1024
+    """Request bytes all simulated brokers of the process hold at once (one MemoryPool, the server's
+    queued.max.request.bytes, shared: they share one machine's memory). A broker whose frame does
+    not fit leaves it in its socket until memory comes back."""
     controller: str = "kraft"
     """"zk" (Kafka's KafkaController over the in-memory store) or "kraft" (see the module rules)."""
     zk: ZkOptions = attrs.field(factory=ZkOptions)
@@ -76,6 +83,8 @@ class ClusterConfig:
     def __attrs_post_init__(self) -> None:
         if self.brokers < 1:
             raise ValueError(f"brokers must be >= 1, got {self.brokers}")
+        if self.broker_memory_bytes < 1:
+            raise ValueError(f"broker_memory_bytes must be >= 1, got {self.broker_memory_bytes}")
         if self.controller not in CONTROLLERS:
             raise ValueError(f"controller must be one of {', '.join(CONTROLLERS)}, got {self.controller!r}")
 
@@ -192,9 +201,11 @@ class SimCluster:
         self.channel.startup()
         self.driver.start()
         decoder = SharedDecoder() if self.config.share_decoding else None
+        pool = MemoryPool(self.config.broker_memory_bytes)
         for b in range(self.config.brokers):
             broker = SimulatedBroker(b, 1000 + b, migration_enabled=True, faults=self.faults.get(b), record=self.config.record,
                                      on_request=self._on_request, decoder=decoder)
+            broker.server.pool = pool  # see ClusterConfig.broker_memory_bytes
             self.brokers[b] = broker
             await broker.start()
         for b in self.brokers:

@@ -17,7 +17,9 @@ Rules (kafka-broker-control-requests.md §3.3, cited ZkMC:line):
   per decoded request and topic and shared by every cache that applies it; a cache copies a shared
   map before it changes it. The content is what the per-partition merge gives; a full
   UpdateMetadata costs a broker O(topics), not O(partitions), and N brokers hold one map.
-  ``matches`` compares a shared map once per pass (``MatchMemo``).
+  ``matches`` compares each distinct map content once per pass (``MatchMemo``). A request whose
+  topic states are fewer than the cached partitions of the topic is merged partition by partition
+  (after a copy if the map is shared), with no shared map built.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import hashlib
 import logging
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -112,12 +114,15 @@ def alive_brokers(request: UpdateMetadataRequest, version: int) -> dict[int, Cac
     return out
 
 
-def _partition_states(request: UpdateMetadataRequest, version: int) -> list[tuple[str, list[UpdateMetadataPartitionState]]]:
+StateGroup = Sequence[UpdateMetadataPartitionState]
+
+
+def _partition_states(request: UpdateMetadataRequest, version: int) -> list[tuple[str, StateGroup]]:
     """The request's partition states by topic name (v5+ names come from the topic states; the
     states are kept as decoded, their own name field empty)."""
     if version < 5:
-        return [(s.topic_name, [s]) for s in request.ungrouped_partition_states]
-    return [(t.topic_name, list(t.partition_states)) for t in request.topic_states]
+        return [(s.topic_name, (s,)) for s in request.ungrouped_partition_states]
+    return [(t.topic_name, t.partition_states) for t in request.topic_states]
 
 
 PartitionMap = dict[int, UpdateMetadataPartitionState]
@@ -129,9 +134,8 @@ the latest SHARED_REQUESTS decoded requests (the brokers of a process apply one 
 _shared_lock = threading.Lock()
 
 
-def _shared_map(request: UpdateMetadataRequest, index: int, group: list[UpdateMetadataPartitionState]) -> PartitionMap | None:
-    """The partition map of the request's ``index``-th topic state, shared by every cache that applies
-    this decoded request; None when the topic's states hold a deletion (leader -2)."""
+def _request_maps(request: UpdateMetadataRequest) -> dict[int, PartitionMap | None]:
+    """The shared maps of one decoded request by topic index (filled as caches apply it)."""
     key = id(request)
     with _shared_lock:
         entry = _shared_maps.get(key)
@@ -141,26 +145,37 @@ def _shared_map(request: UpdateMetadataRequest, index: int, group: list[UpdateMe
                 _shared_maps.popitem(last=False)
         else:
             _shared_maps.move_to_end(key)
-        maps = entry[1]
-        if index in maps:
-            return maps[index]
+        return entry[1]
+
+
+def _shared_map(maps: dict[int, PartitionMap | None], index: int, group: StateGroup) -> PartitionMap | None:
+    """The partition map of the request's ``index``-th topic state, shared by every cache that applies
+    this decoded request; None when the topic's states hold a deletion (leader -2)."""
+    found = maps.get(index, _MISSING)
+    if found is not _MISSING:
+        return found  # type: ignore[return-value]
     built: PartitionMap | None = {s.partition_index: s for s in group}
     if any(s.leader == LEADER_DURING_DELETE for s in group):
         built = None
-    with _shared_lock:
-        return maps.setdefault(index, built)
+    return maps.setdefault(index, built)  # atomic: two threads building one map keep the first
+
+
+_MISSING = object()
 
 
 @attrs.define
 class MatchMemo:
     """What one comparison pass over many caches computes once: the wanted partitions by topic,
-    partition views by state object, and the shared maps already found equal or unequal."""
+    partition views by state object, and the verdict per map content (its partitions and the
+    identities of its state objects: caches applying the same decoded requests hold the same
+    objects, so N brokers' equal maps are compared once)."""
 
     want: CacheView
     by_topic: dict[str, dict[int, PartitionView]] = attrs.field(init=False)
     views: dict[int, PartitionView] = attrs.field(factory=dict)
-    maps: dict[int, bool] = attrs.field(factory=dict)
-    """id(partition map) -> equal to the wanted one (maps stay alive for the pass)."""
+    maps: dict[tuple[str, tuple[int, ...], tuple[int, ...]], bool] = attrs.field(factory=dict)
+    """(topic, partitions, ids of their states) -> equal to the wanted map (the states stay alive
+    in the caches for the pass, so their ids stay theirs)."""
 
     def __attrs_post_init__(self) -> None:
         self.by_topic = {}
@@ -217,10 +232,11 @@ class MetadataCache:
         cached = self.partition_states
         shared = self._shared
         first_request_group = len(groups) - (len(request.topic_states) if version >= 5 else 0)
+        maps = _request_maps(request) if version >= 5 else {}
         for k, (topic, group) in enumerate(groups):
             infos = cached.get(topic)
-            if k >= first_request_group and topic not in deleted_topics:
-                whole = _shared_map(request, k - first_request_group, group)
+            if k >= first_request_group and topic not in deleted_topics and (infos is None or len(group) >= len(infos)):
+                whole = _shared_map(maps, k - first_request_group, group)
                 if whole is not None and (infos is None or infos.keys() <= whole.keys()):
                     cached[topic] = whole
                     shared.add(topic)
@@ -277,11 +293,10 @@ class MetadataCache:
         if by_topic.keys() != self.partition_states.keys():
             return False
         for topic, infos in self.partition_states.items():
-            known_map = memo.maps.get(id(infos))
+            key = (topic, tuple(infos), tuple(map(id, infos.values())))
+            known_map = memo.maps.get(key)
             if known_map is None:
-                known_map = self._map_matches(infos, by_topic[topic], memo.views)
-                if topic in self._shared:
-                    memo.maps[id(infos)] = known_map
+                known_map = memo.maps[key] = self._map_matches(infos, by_topic[topic], memo.views)
             if not known_map:
                 return False
         return True
