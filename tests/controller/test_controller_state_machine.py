@@ -5,8 +5,10 @@ RecordingChannel, simulated 3.9 brokers answering every request) goes through ra
 failures, restarts and bounces, controlled shutdowns (followed by the broker stopping, as a
 broker does), topic creations, partition expansions, deletions (answered by StopReplica),
 reassignments through the API or the znode (the ISR catching up through AlterPartition or an
-ISR-change notification), cancels, preferred and unclean admin elections, log-dir failures,
-auto-rebalance ticks and controller failovers (a new KafkaController over the same store).
+ISR-change notification), cancels, preferred and unclean admin elections, znode-triggered
+preferred elections, per-topic unclean enables, log-dir failures, auto-rebalance ticks, the
+controller's session expiring (it re-elects itself) and controller failovers (a new
+KafkaController over the same store).
 
 After every step the cluster settles (all events processed, all responses delivered), then:
 - exactly one controller is active, and it is ours;
@@ -40,7 +42,7 @@ from ctrlbatch.controller.alter_partition import (
     AlterPartitionTopicData,
 )
 from ctrlbatch.controller.events import ElectionType
-from ctrlbatch.controller.znodes import REASSIGN_PARTITIONS_PATH
+from ctrlbatch.controller.znodes import PREFERRED_REPLICA_ELECTION_PATH, REASSIGN_PARTITIONS_PATH
 from ctrlbatch.testing.controller_cluster import ControllerCluster
 
 BROKERS = [0, 1, 2, 3]
@@ -230,6 +232,31 @@ class ControllerMachine(RuleBasedStateMachine):
         self.c.controller.elect_leaders(chosen, election_type, got.append)
         self.c.settle()
         assert len(got) == 1 and set(got[0]) == set(chosen), got
+
+    @rule(data=st.data())
+    def zk_preferred_election(self, data: st.DataObject) -> None:
+        ctx = self.c.controller.context  # a partition without leadership fails the event (as admin_election says)
+        partitions = [tp for tp in self.partitions() if ctx.partition_leadership_info(tp) is not None]
+        if partitions and not self.c.store.path_exists(PREFERRED_REPLICA_ELECTION_PATH):
+            self.c.store.elect_preferred_replicas(data.draw(st.lists(st.sampled_from(partitions), min_size=1, max_size=3)))
+            self.c.settle()
+            assert not self.c.store.path_exists(PREFERRED_REPLICA_ELECTION_PATH)
+
+    @rule(data=st.data())
+    def topic_unclean_leader_election_enabled(self, data: st.DataObject) -> None:
+        topics = self.live_topics()
+        if topics:
+            topic = data.draw(st.sampled_from(topics))
+            self.c.store.set_topic_config(topic, {"unclean.leader.election.enable": "true"})
+            self.c.controller.enable_topic_unclean_leader_election(topic)
+            self.c.settle()
+
+    @rule()
+    def controller_session_expires(self) -> None:
+        epoch = self.c.controller.epoch
+        self.c.store.expire_session(self.c.controller.zk_client.session_id)  # type: ignore[attr-defined]
+        self.c.settle()
+        assert self.c.controller.epoch == epoch + 1
 
     @rule(ms=st.integers(min_value=500, max_value=6_000))
     def tick(self, ms: int) -> None:
