@@ -11,7 +11,8 @@ Rules (ControllerEventManager.scala, cited CEM:line):
 - While an event runs, ``state`` is its ControllerState, Idle otherwise (CEM:131-148). The
   processor's own errors are caught here and logged ("Uncaught error processing event", CEM:144);
   KafkaController.process catches first (ControllerMovedException -> maybe_resign).
-- ``close()`` is CEM:91-102: preempt everything queued and refuse further events.
+- ``close()`` is CEM:91-102: preempt everything queued; events put afterwards (a late response,
+  a watch) are dropped, as Kafka's stopped thread never takes them (no error for the caller).
 """
 
 from __future__ import annotations
@@ -95,10 +96,12 @@ class ControllerEventManager:
         return [q.event for q in self._queue]
 
     def put(self, event: Any) -> QueuedEvent:
-        if self._closed:
-            raise RuntimeError(f"the controller event manager of controller {self.controller_id} is closed; {event!r:.100} refused")
         state_of(event)  # refuses what is no controller event, here rather than when it runs
         queued = QueuedEvent(event, self.clock_ms())
+        if self._closed:  # Kafka's queue still takes it, but no thread will ever run it
+            queued.spent = True
+            _log.debug("[ControllerEventThread controllerId=%d] closed: dropping %.200r", self.controller_id, event)
+            return queued
         self._queue.append(queued)
         return queued
 
