@@ -17,9 +17,11 @@ Rules (kafka-broker-control-requests.md §3.3, cited ZkMC:line):
   per decoded request and topic and shared by every cache that applies it; a cache copies a shared
   map before it changes it. The content is what the per-partition merge gives; a full
   UpdateMetadata costs a broker O(topics), not O(partitions), and N brokers hold one map.
-  ``matches`` compares each distinct map content once per pass (``MatchMemo``). A request whose
-  topic states are fewer than the cached partitions of the topic is merged partition by partition
-  (after a copy if the map is shared), with no shared map built.
+  A request whose topic states are fewer than the cached partitions of a shared map gives the
+  merge of the two, itself shared by every cache that held that same map (a controlled shutdown
+  touching a few partitions of every topic costs N brokers one merge per topic, not N); an
+  unshared map is merged partition by partition. ``matches`` compares each distinct map content
+  once per pass (``MatchMemo``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -127,20 +130,22 @@ def _partition_states(request: UpdateMetadataRequest, version: int) -> list[tupl
 
 PartitionMap = dict[int, UpdateMetadataPartitionState]
 SHARED_REQUESTS = 8
-_shared_maps: collections.OrderedDict[int, tuple[UpdateMetadataRequest, dict[int, PartitionMap | None]]] = (
-    collections.OrderedDict())
-"""id(request) -> (the request, held so that its id stays its own; its shared maps by topic index):
+_shared_maps: collections.OrderedDict[int, tuple[Any, dict[Any, Any]]] = collections.OrderedDict()
+"""id(topic states) -> (the topic states, held so that their id stays theirs; the shared maps):
 the latest SHARED_REQUESTS decoded requests (the brokers of a process apply one after another)."""
 _shared_lock = threading.Lock()
 
 
-def _request_maps(request: UpdateMetadataRequest) -> dict[int, PartitionMap | None]:
-    """The shared maps of one decoded request by topic index (filled as caches apply it)."""
-    key = id(request)
+def _request_maps(request: UpdateMetadataRequest) -> dict[Any, Any]:
+    """The shared maps of one decoded request by topic index (filled as caches apply it). Keyed by
+    its topic states, which every broker's copy shares: SharedDecoder gives each broker the memo's
+    body with its own BrokerEpoch put back (a new request object, the same topic-state tuple)."""
+    states = request.topic_states
+    key = id(states)
     with _shared_lock:
         entry = _shared_maps.get(key)
-        if entry is None or entry[0] is not request:
-            entry = _shared_maps[key] = (request, {})
+        if entry is None or entry[0] is not states:
+            entry = _shared_maps[key] = (states, {})
             if len(_shared_maps) > SHARED_REQUESTS:
                 _shared_maps.popitem(last=False)
         else:
@@ -148,12 +153,12 @@ def _request_maps(request: UpdateMetadataRequest) -> dict[int, PartitionMap | No
         return entry[1]
 
 
-def _shared_map(maps: dict[int, PartitionMap | None], index: int, group: StateGroup) -> PartitionMap | None:
+def _shared_map(maps: dict[Any, Any], index: int, group: StateGroup) -> PartitionMap | None:
     """The partition map of the request's ``index``-th topic state, shared by every cache that applies
     this decoded request; None when the topic's states hold a deletion (leader -2)."""
     found = maps.get(index, _MISSING)
     if found is not _MISSING:
-        return found  # type: ignore[return-value]
+        return found  # type: ignore[no-any-return]
     built: PartitionMap | None = {s.partition_index: s for s in group}
     if any(s.leader == LEADER_DURING_DELETE for s in group):
         built = None
@@ -161,6 +166,22 @@ def _shared_map(maps: dict[int, PartitionMap | None], index: int, group: StateGr
 
 
 _MISSING = object()
+
+
+def _merged_map(maps: dict[Any, Any], index: int, base: PartitionMap, group: StateGroup) -> PartitionMap | None:
+    """``base`` (a shared map) with the request's ``index``-th topic states merged in, shared by every
+    cache that held that same base map when it applied this request; None when the states hold a
+    deletion. The entry keeps ``base`` alive so that its id stays its own."""
+    key = (index, id(base))
+    found = maps.get(key)
+    if found is not None and found[0] is base:
+        return found[1]  # type: ignore[no-any-return]
+    if any(s.leader == LEADER_DURING_DELETE for s in group):
+        return None
+    merged = dict(base)
+    for s in group:
+        merged[s.partition_index] = s
+    return maps.setdefault(key, (base, merged))[1]  # type: ignore[no-any-return]
 
 
 @attrs.define
@@ -235,12 +256,20 @@ class MetadataCache:
         maps = _request_maps(request) if version >= 5 else {}
         for k, (topic, group) in enumerate(groups):
             infos = cached.get(topic)
-            if k >= first_request_group and topic not in deleted_topics and (infos is None or len(group) >= len(infos)):
-                whole = _shared_map(maps, k - first_request_group, group)
-                if whole is not None and (infos is None or infos.keys() <= whole.keys()):
-                    cached[topic] = whole
-                    shared.add(topic)
-                    continue
+            if k >= first_request_group and topic not in deleted_topics:
+                whole = None
+                if infos is None or len(group) >= len(infos):
+                    whole = _shared_map(maps, k - first_request_group, group)
+                    if whole is not None and (infos is None or infos.keys() <= whole.keys()):
+                        cached[topic] = whole
+                        shared.add(topic)
+                        continue
+                    whole = None
+                if whole is None and infos is not None and topic in shared:
+                    merged = _merged_map(maps, k - first_request_group, infos, group)
+                    if merged is not None:
+                        cached[topic] = merged
+                        continue
             if infos is not None and topic in shared:
                 infos = cached[topic] = dict(infos)
                 shared.discard(topic)
