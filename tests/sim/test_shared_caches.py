@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,8 +63,8 @@ def test_a_full_request_applied_by_many_caches_is_one_map_per_topic() -> None:
     states = [("a", p, 1, 0) for p in range(3)] + [("b", 0, 1, 0)]
     shared = UpdateMetadataRequest.decode(_request(states, [1], True, VERSION).encode(VERSION), VERSION)
     caches = [MetadataCache() for _ in range(4)]
-    for c in caches:
-        c.update(shared, VERSION, migration_enabled=False)
+    for epoch, c in enumerate(caches):  # each broker's copy carries its own BrokerEpoch (SharedDecoder)
+        c.update(attrs.evolve(shared, broker_epoch=100 + epoch), VERSION, migration_enabled=False)
     assert all(c.partition_states["a"] is caches[0].partition_states["a"] for c in caches)
     # a partial update copies first: the others keep the shared map as it was
     partial = UpdateMetadataRequest.decode(_request([("a", 0, 2, 1)], [1], True, VERSION).encode(VERSION), VERSION)
@@ -71,3 +72,6 @@ def test_a_full_request_applied_by_many_caches_is_one_map_per_topic() -> None:
     assert caches[0].partition_states["a"] is not caches[1].partition_states["a"]
     assert caches[0].partition_states["a"][0].leader == 2 and caches[1].partition_states["a"][0].leader == 1
     assert caches[0].partition_states["a"][1] is caches[1].partition_states["a"][1]
+    caches[1].update(attrs.evolve(partial, broker_epoch=7), VERSION, migration_enabled=False)
+    assert caches[1].partition_states["a"] is caches[0].partition_states["a"]  # the same merge, shared
+    assert caches[2].partition_states["a"][0].leader == 1  # untouched by both
