@@ -6,20 +6,21 @@ the engines differ only in how rows and the summary are produced. Output is comm
 after every part is written (``OutputDir``), so a failed run leaves no DIR behind. On a failure
 (or SIGINT/SIGTERM) the Spark session is stopped before the temporary directory is removed, so
 no executor writes into it afterwards. Before report.png is drawn, the memory the replay freed
-is handed back to the system (engine.release_free_memory), so the report does not raise the
-run's peak RSS above the replay's. An executor's error reaches the user as the same one line
-the local engine gives (``spark_error_line``), never as a Java or Python stack trace. A history
+is handed back to the system (common.tuning.release_free_memory), so the report does not raise the
+run's peak RSS above the replay's. An executor's error the user can act on reaches the user as
+the same one line the local engine gives: the Spark engine hands it back as a value (its tasks'
+typed results, spark/engine.py), never as text to parse; only a bug keeps Spark's trace. The
+history is opened once on the driver, here, and handed to the engine. A history
 that yields no batch at all (and skipped nothing) is an error saying the input is empty.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -30,6 +31,9 @@ from ctrlbatch.context import MetadataVersion
 from ..log.errors import ReadStats
 from ..output.output import REPORT_BINS, OutputDir, ParquetRows, write_json
 from ..output.report import broker_timeline, draw_report
+
+if TYPE_CHECKING:
+    from ..log.sources import History
 
 __all__ = ["ReplayJob", "ReplayOutcome", "execute", "format_summary", "format_comparison"]
 
@@ -96,7 +100,7 @@ class ReplayOutcome:
     out: Path | None
     phases: dict[str, float] = attrs.field(factory=dict)  # Spark: wall seconds per phase
     controller: dict[str, Any] = attrs.field(factory=dict)  # the controller id used and where it came from
-    plan: str | None = None  # Spark: "parallel", or "serial: why" (spark_ranges' rules; e.g. a ClearElrRecord)
+    plan: str | None = None  # Spark: "parallel", or "serial: why" (spark/ranges.py's rules; e.g. a ClearElrRecord)
 
     def __repr__(self) -> str:
         return f"ReplayOutcome({self.job.engine}, {self.rows:,} rows, {self.seconds:.1f} s)"
@@ -123,11 +127,12 @@ def _summary_dict(summary: Any) -> dict[str, Any]:
 
 def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
     """Run ``job``; with ``out_dir`` write requests/, summary.json and report.png atomically."""
-    from ..engine.skeleton import release_free_memory
+    from ctrlbatch.common.tuning import release_free_memory
+
     from ..log.sources import open_history
 
     history = open_history(job.path, from_snapshot=job.from_snapshot, skip_corrupt=job.skip_corrupt)
-    run_job, controller = _controller_at_start(job, history)
+    run_job, controller = controller_at_start(job, history)
     start = time.monotonic()
     out = OutputDir(out_dir) if out_dir is not None else None  # no call between this and the try: a signal lands inside
     try:
@@ -136,7 +141,7 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
         if job.engine == "local":
             summary, stats, rows = _run_local(run_job, history, out)
         else:
-            summary, stats, rows, plan = _run_spark(run_job, out, phases)
+            summary, stats, rows, plan = _run_spark(run_job, history, out, phases)
         if stats.batches == 0 and not stats.corrupt_count:
             raise CommandError(f"{job.path}: the input is empty: it holds no record batch to replay")
         outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller, plan)
@@ -155,7 +160,7 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
             out.abort()
 
 
-def _controller_at_start(job: ReplayJob, history: Any) -> tuple[ReplayJob, dict[str, Any]]:
+def controller_at_start(job: ReplayJob, history: History) -> tuple[ReplayJob, dict[str, Any]]:
     """The job to run, with the controller id in office where the replay starts, and where that
     id came from: from a snapshot, the KRaft leader of the last LeaderChange below its end offset
     in the retained segments; else (or when none is retained) --controller-id, else 1. After
@@ -183,7 +188,7 @@ def _controller_at_start(job: ReplayJob, history: Any) -> tuple[ReplayJob, dict[
     return attrs.evolve(job, controller_id=leader), info
 
 
-def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
+def _run_local(job: ReplayJob, history: History, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
     from ..engine.local import replay_local
     from ..rows.rows import REQUEST_SCHEMA
 
@@ -202,7 +207,7 @@ def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any
     return result.summary, history.stats, count
 
 
-def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int, str]:
+def _run_spark(job: ReplayJob, history: History, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int, str]:
     from ..spark.engine import HistorySource, replay_spark
     from ..spark.master import MasterError
     from ..spark.progress import StageProgress
@@ -227,6 +232,7 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
                 requests_dir=None if out is None else out.requests_dir,
                 with_frames=job.with_frames,
                 unit_bytes=job.unit_bytes,
+                history=history,  # opened once on the driver (execute)
             )
     except CommandError:
         raise
@@ -236,10 +242,7 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
             if out is not None:
                 _stop_executors(spark)
             raise interrupt from None
-        line = spark_error_line(e)
-        if line is None:
-            raise
-        raise CommandError(line) from None
+        raise
     except BaseException:  # SIGINT, SIGTERM: stop the executors before DIR.tmp-* is removed
         if out is not None:
             _stop_executors(spark)
@@ -279,27 +282,6 @@ def _stop_executors(spark: Any) -> None:
     if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait(timeout=30)
-
-
-MAX_ERROR_CHARS = 400  # an error line shows at most this much of an executor's message
-
-# The last "Name: message" line of a Python traceback relayed by Spark (an executor's OSError, ...).
-_RELAYED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.M)
-
-
-def spark_error_line(e: BaseException) -> str | None:
-    """The one line the user sees for a failed Spark job, from the last Python error a worker
-    relayed (``PermissionError: [Errno 13] Permission denied: 'x'``), bounded; None if the
-    failure carries none (then it is a bug and keeps its trace)."""
-    found = _RELAYED.findall(str(e))
-    python = [(name, text) for name, text in found if not name.startswith(("org.", "java.", "py4j."))]
-    if not python:
-        return None
-    name, text = python[-1]
-    text = text.strip()
-    if len(text) > MAX_ERROR_CHARS:
-        text = f"{text[:MAX_ERROR_CHARS]}... ({len(text):,} characters)"
-    return f"the Spark job failed: {name.rsplit('.', 1)[-1]}: {text}"
 
 
 MAX_BROKER_LINES = 20
@@ -415,4 +397,3 @@ def format_comparison(versions: tuple[MetadataVersion, MetadataVersion], left: R
     return "\n".join(lines) + "\n"
 
 
-controller_at_start = _controller_at_start  # public for replay_dataframe (tables/requests.py): the CLI's rule

@@ -44,7 +44,7 @@ def test_sample_spark_equals_local(spark: Any, sample_dir: Path, tmp_path: Path)
         spark, source, options, tmp_path / "requests", unit_bytes=20_000, with_frames=True
     )
     assert result.units > 5  # really split: units boundaries are exercised
-    assert result.planned == "parallel" and "plan" not in result.seconds  # no planning task: spark_ranges
+    assert result.planned == "parallel" and "plan" not in result.seconds  # no planning task: spark/ranges.py
     assert got_rows == rows
     assert got_summary == summary
     assert got_stats == stats
