@@ -51,14 +51,13 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
-import platform
 import statistics
 import struct
 import threading
 import time
 from typing import Any
 
-from figures import Figure, write_results
+from figures import Figure, processor, write_results
 
 TARGET_RATIO = 0.7
 SMALL = 100  # bytes per baseline frame (size prefix included)
@@ -288,7 +287,7 @@ def main() -> int:
         server.join(30)
 
     print(f"loopback, server in a separate process; median of {args.repeat} alternating runs; "
-          f"{_processor()}, {os.cpu_count()} CPUs, load average {load_before:.2f} -> {load_after:.2f}")
+          f"{processor()}, {os.cpu_count()} CPUs, load average {load_before:.2f} -> {load_after:.2f}")
     print(f"{'measurement':<40}{'baseline':>11}{'channel':>11}{'ratio':>7}   runs (baseline/channel)")
     labels = {"1": "1 connection, round trips/s", "n": f"{n} connections, round trips/s (total)",
               "bulk": "10 MB frames, MB/s"}
@@ -329,17 +328,6 @@ def main() -> int:
     write_results(args.json, "channel_bench", figures, vars(args))
     return 0
 
-
-def _processor() -> str:
-    """The processor's model name (Linux), else platform.processor()."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown processor"
 
 
 if __name__ == "__main__":

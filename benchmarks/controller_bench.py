@@ -34,14 +34,13 @@ import asyncio
 import gc
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 from typing import Any
 
-from figures import Figure, write_results
+from figures import Figure, processor, write_results
 
 PEAK_RSS_TARGET_MIB = 3 * 1024
 SOCKET_VS_IN_PROCESS = 3.0
@@ -64,16 +63,6 @@ def _rss_mib() -> float:
 def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-
-def processor() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def load() -> str:

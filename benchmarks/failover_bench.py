@@ -39,14 +39,13 @@ import argparse
 import gc
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 
 import attrs
-from figures import Figure, write_results
+from figures import Figure, processor, write_results
 
 TARGET_S = 2.0
 TARGET_MEMORY_RATIO = 1.1
@@ -200,7 +199,7 @@ def main() -> None:
     med = statistics.median
     adds = "single adds" if args.single_adds else "bulk add"
     print(f"failover: {args.partitions:,} partitions, RF 3, IBP 3.9-IV0, {adds} (median of {args.repeat} runs, min-max); "
-          f"{_processor()}, {os.cpu_count()} CPUs, load average {load_start[0]:.2f} -> {load_end[0]:.2f}")
+          f"{processor()}, {os.cpu_count()} CPUs, load average {load_start[0]:.2f} -> {load_end[0]:.2f}")
     for name, r in (("100 brokers", r100), ("100, gc off", r100p), ("10 brokers", r10)):
         print(
             f"  {name:11s}: accumulate {med(r['accumulate']):.3f} s, build {med(r['build']):.3f} s, "
@@ -268,17 +267,6 @@ def main() -> None:
         print("note: the machine was loaded by other work during this run; the figures are noisy, rerun to confirm")
     write_results(args.json, "failover_bench", figures, vars(args))
 
-
-def _processor() -> str:
-    """The processor's model name (Linux), else platform.processor()."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown processor"
 
 
 if __name__ == "__main__":

@@ -68,6 +68,19 @@ FIGURE_KEYS = frozenset(
 _STARTED = (time.time(), os.getloadavg())  # when the benchmark that imports this module began
 
 
+def processor() -> str:
+    """The processor's model name (/proc/cpuinfo), else platform's: printed and recorded beside the
+    figures, since the interpreter's speed and the floors' rates differ by machine, and so do ratios."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown processor"
+
+
 @attrs.frozen
 class Figure:
     """One headline figure, as the benchmark printed it."""

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from figures import Figure, write_results
+from figures import Figure, processor, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = Path(sys.executable)
@@ -103,17 +103,6 @@ def _descendants(root: int) -> set[int]:
                 todo.append(child)
     return found
 
-
-def cpu_model() -> str:
-    """The processor's name (/proc/cpuinfo), recorded beside the figures: the floor's rate (SHA-256
-    extensions or not) and the interpreter's speed differ by machine, and so the ratios do."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def measure_floor(seconds: float = 2.0, buffer_mib: int = 64) -> dict[str, float]:
@@ -209,7 +198,7 @@ def main() -> None:
     figures = report(results, args.records, args.small, load_before, floor)
     measured = {k: {"when": v.get("when"), "loadavg": v.get("loadavg")} for k, v in sorted(results.items())}
     write_results(args.json, "replay_bench", figures,
-                  vars(args) | {"measured": measured, "floor": floor, "cpu": cpu_model()})
+                  vars(args) | {"measured": measured, "floor": floor, "cpu": processor()})
 
 
 def _frame_bytes(run: dict[str, Any]) -> int:
@@ -224,7 +213,7 @@ def report(results: dict[str, Any], big: int, small: int, load_before: tuple[flo
     print(f"\nreplay benchmark: {big:,} and {small:,} records (load average before {load_before[0]:.2f}, "
           f"now {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)")
     print(f"  SHA-256 floor: {floor['per_core'] / 1e9:.2f} GB/s on one core, {floor['per_core_all_busy'] / 1e9:.2f} GB/s "
-          f"per core with all {floor['cores']:.0f} busy ({cpu_model()})")
+          f"per core with all {floor['cores']:.0f} busy ({processor()})")
     for (engine, size), r in runs.items():
         if not r:
             continue
