@@ -109,6 +109,8 @@ class _LeaderAndIsrLayout:
     """What ends a topic state after its partition states: its tagged-field count when flexible."""
     counts: tuple[bytes, ...]
     """The length prefixes of arrays of 0.._COUNTS - 1 elements, looked up instead of encoded."""
+    count_sizes: tuple[int, ...]
+    """Their sizes (sizes only)."""
 
 
 @functools.cache
@@ -128,6 +130,7 @@ def _lair_layout(version: int) -> _LeaderAndIsrLayout:
         struct_sizer(LeaderAndIsrRequest, "LeaderAndIsrLiveLeader", version),
         no_tagged_fields(body.flexible),
         tuple(array_count(n, body.flexible) for n in range(_COUNTS)),
+        tuple(array_count_size(n, body.flexible) for n in range(_COUNTS)),
     )
 
 
@@ -389,15 +392,26 @@ class LeaderAndIsrBuilder:
         size_state = layout.size_state
         states = self.partition_states
         total = layout.states_offset
+        count_sizes = layout.count_sizes
         if version >= 2:
+            # Per topic: its head, the count of its states, the tail. Counted per run of one topic
+            # (a batch adds a topic's partitions together); a topic met again adds to its count.
             per_topic: dict[str, int] = {}
+            topic: str | None = None
+            run = 0
             for s in states:
                 n = known(id(s))
                 if n is None:
                     n = sizes[id(s)] = size_state(s)
                 total += n
                 t = s.topic_name
-                per_topic[t] = per_topic.get(t, 0) + 1
+                if t != topic:
+                    if topic is not None:
+                        per_topic[topic] = per_topic.get(topic, 0) + run
+                    topic, run = t, 0
+                run += 1
+            if topic is not None:
+                per_topic[topic] = per_topic.get(topic, 0) + run
             total += array_count_size(len(per_topic), flexible)
             heads = parts.topic_head_sizes
             topic_ids = self.topic_ids
@@ -405,8 +419,8 @@ class LeaderAndIsrBuilder:
                 head = heads.get(t)
                 if head is None:
                     empty = LeaderAndIsrTopicState(topic_name=t, topic_id=topic_ids.get(t, ZERO_UUID))
-                    head = heads[t] = layout.size_topic(empty) - array_count_size(0, flexible) - tail
-                total += head + array_count_size(count, flexible) + tail
+                    head = heads[t] = layout.size_topic(empty) - count_sizes[0] - tail
+                total += head + (count_sizes[count] if count < _COUNTS else array_count_size(count, flexible)) + tail
         else:
             total += array_count_size(len(states), flexible)
             for s in states:
@@ -415,7 +429,7 @@ class LeaderAndIsrBuilder:
                     n = sizes[id(s)] = size_state(s)
                 total += n
         leaders = self.live_leaders
-        total += array_count_size(len(leaders), flexible)
+        total += count_sizes[len(leaders)] if len(leaders) < _COUNTS else array_count_size(len(leaders), flexible)
         leader_sizes = parts.leader_sizes
         size_leader = layout.size_leader
         for node in leaders:

@@ -28,6 +28,7 @@ from .wire import MAX_STRING_LENGTH, uvarint_size
 _NULLABLE_STRUCT_MARKER = 1  # a nullable struct is preceded by an int8: -1 for null, 1 otherwise
 _CLASSIC_STRING_LENGTH = 2  # int16
 _CLASSIC_LENGTH = 4  # int32: classic arrays, bytes and records
+_ONE_BYTE_COMPACT = 127  # a compact length m is the varint of m + 1: one byte while m + 1 <= 127
 
 
 class SizerGen(EncoderGen):
@@ -116,9 +117,11 @@ class SizerGen(EncoderGen):
             s(f"{a} = {val}")
             null_size = 1 if self.flexible else _CLASSIC_LENGTH
             with s.null_conditional(f"{a} is None", self.refusal(f, self.v in f.nullable_versions, null_size)):
-                self.add(f"_uvs(len({a}) + 1)" if self.flexible else str(_CLASSIC_LENGTH))
+                m = s.fresh("m")
+                s(f"{m} = len({a})")
+                self.add(self.compact_length(m) if self.flexible else str(_CLASSIC_LENGTH))
                 if e in FIXED:
-                    self.add(f"{FIXED[e][1]} * len({a})")
+                    self.add(f"{FIXED[e][1]} * {m}")
                     return
                 el = s.fresh("e")
                 with s.block(f"for {el} in {a}:"):
@@ -153,7 +156,12 @@ class SizerGen(EncoderGen):
                     self.too_long(f)
             else:
                 s(f"{m} = len({x}) if type({x}) is bytes else len(bytes({x}))")
-            self.add(f"_uvs({m} + 1) + {m}" if compact else f"{classic} + {m}")
+            self.add(f"{self.compact_length(m)} + {m}" if compact else f"{classic} + {m}")
+
+    @staticmethod
+    def compact_length(m: str) -> str:
+        """The size of a compact length prefix (varint of m + 1), one byte without a call below 127."""
+        return f"(1 if {m} < {_ONE_BYTE_COMPACT} else _uvs({m} + 1))"
 
 
 def sizer_source(spec: MessageSpec, version: int, struct_spec: StructSpec | None = None) -> tuple[str, dict[str, Any]]:
