@@ -547,7 +547,7 @@ def _umr_ends(version: int, update_type: int) -> tuple[bytes, bytes]:
 
 # The live brokers' bytes of the last few live-broker tuples (a bounded cache of a pure function).
 # The key is the tuple itself, first compared by identity: the batch hands every send the one
-# tuple it keeps for an unchanged broker set (request_batch._live_brokers), and the entry holds
+# tuple it keeps for an unchanged broker set (request_batch.live_brokers), and the entry holds
 # that tuple, so its id cannot be reused; then by value (an equal tuple built elsewhere, e.g.
 # replay.full_image's). The bytes are a function of (version, the tuple's value), and the tuple
 # and its frozen values never change, so a hit gives exactly what encoding would (property test:

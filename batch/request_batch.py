@@ -17,7 +17,7 @@ Beyond Kafka: order is fixed (first-add order for partitions and topics, context
 brokers; a set argument is taken sorted), and request bodies are encoded once and shared by
 every broker that receives the same content: only the 8 broker-epoch bytes differ.
 Cached across batches (bounded, process-level, pure functions of immutable values): the
-UpdateMetadata live-broker tuple per (Broker values, version) (`_live_brokers`, so a replay's
+UpdateMetadata live-broker tuple per (Broker values, version) (`live_brokers`, so a replay's
 new batch per delta does not rebuild 100 brokers, and builders.live_brokers_piece finds their
 bytes by identity), and per context class whether it offers the protocols' members
 (`_class_offers_hints`). An unchanged key gives an equal value, so the bytes cannot differ.
@@ -135,11 +135,11 @@ def _bounded(value: Any, as_set: bool = False) -> str:
 # Trusted constructors generated for these call sites (no converters; see ctrlbatch.requests.model):
 # positional in the order named here, whatever the spec's order. The values passed are already
 # tuples and ints, checked at the edge or taken from frozen context values.
-_make_lair_state = LeaderAndIsrPartitionState.maker(
+make_lair_state = LeaderAndIsrPartitionState.maker(
     "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch",
     "replicas", "adding_replicas", "removing_replicas", "is_new", "leader_recovery_state",
 )
-_make_umr_state = UpdateMetadataPartitionState.maker(
+make_umr_state = UpdateMetadataPartitionState.maker(
     "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "zk_version",
     "replicas", "offline_replicas",
 )
@@ -159,14 +159,14 @@ _V0_LISTENER = _V0_PROTOCOL.default_listener_name
 def umr_state_from_view(tp: TopicPartition, view: tuple[Any, ...]) -> UpdateMetadataPartitionState:
     """A partition's UpdateMetadata state from the context's update_metadata_view (CCM:466-486):
     its leadership with the offline replicas, leader -2 and epochs 0 while its topic is queued for
-    deletion. Shared with callers that assemble the batch's sends themselves (replay/incremental.py)."""
+    deletion. Shared with callers that assemble the batch's sends themselves (replay/propagate/incremental.py)."""
     info, replicas, offline, queued = view
     lai = info.leader_and_isr
     if queued:
         leader, leader_epoch, partition_epoch = LeaderAndIsr.LEADER_DURING_DELETE, 0, 0
     else:
         leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
-    return _make_umr_state(  # type: ignore[no-any-return]
+    return make_umr_state(  # type: ignore[no-any-return]
         tp.topic, tp.partition, info.controller_epoch, leader, leader_epoch, lai.isr, partition_epoch, replicas, offline
     )
 
@@ -378,7 +378,7 @@ class ControllerBrokerRequestBatch:
         targets = broker_ids if valid else broker_targets(broker_ids)
         try:  # a wrong type fails here, before anything is stored, and is then named (no cost otherwise)
             lai: LeaderAndIsr = leader_isr_and_controller_epoch.leader_and_isr
-            state = _make_lair_state(
+            state = make_lair_state(
                 topic_partition.topic,
                 topic_partition.partition,
                 leader_isr_and_controller_epoch.controller_epoch,
@@ -427,7 +427,7 @@ class ControllerBrokerRequestBatch:
             leader, leader_epoch, partition_epoch = LeaderAndIsr.LEADER_DURING_DELETE, 0, 0
         else:
             leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
-        self.update_metadata_request_partition_info_map[topic_partition] = _make_umr_state(
+        self.update_metadata_request_partition_info_map[topic_partition] = make_umr_state(
             topic_partition.topic, topic_partition.partition, info.controller_epoch, leader, leader_epoch, lai.isr,
             partition_epoch, replicas, offline,
         )
@@ -455,8 +455,8 @@ class ControllerBrokerRequestBatch:
         requests = self.leader_and_isr_request_map
         new_brokers = self._lair_new_brokers
         umr_map = self.update_metadata_request_partition_info_map
-        make_lair = _make_lair_state
-        make_umr = _make_umr_state
+        make_lair = make_lair_state
+        make_umr = make_umr_state
         during_delete = LeaderAndIsr.LEADER_DURING_DELETE
         index = -1
         for entry in entries:
@@ -566,7 +566,7 @@ class ControllerBrokerRequestBatch:
                             ("leader_epoch", leader_epoch), ("partition_epoch", partition_epoch)):
             if type(value) is not int:
                 raise TypeError(f"{name} must be an int, not {type_name(value)} {value!r:.80}")
-        state = _make_umr_state(
+        state = make_umr_state(
             tp.topic, tp.partition, controller_epoch, leader, leader_epoch, int_tuple(isr, "isr"),
             partition_epoch, int_tuple(replicas, "replicas"), int_tuple(offline_replicas, "offline_replicas"),
         )
@@ -750,7 +750,7 @@ class ControllerBrokerRequestBatch:
         kept = self._umr_live_brokers
         if kept is not None and kept[0] is ctx and kept[1] == membership and kept[2] == version:
             return kept[3]
-        live = _live_brokers(tuple(ctx.live_or_shutting_down_brokers), version)
+        live = live_brokers(tuple(ctx.live_or_shutting_down_brokers), version)
         self._umr_live_brokers = (ctx, membership, version, live)
         return live
 
@@ -859,7 +859,7 @@ _LIVE_BROKERS_KEPT = 8
 _live_brokers_kept: list[tuple[tuple[Broker, ...], int, tuple[UpdateMetadataBroker, ...]]] = []
 
 
-def _live_brokers(brokers: tuple[Broker, ...], version: int) -> tuple[UpdateMetadataBroker, ...]:
+def live_brokers(brokers: tuple[Broker, ...], version: int) -> tuple[UpdateMetadataBroker, ...]:
     for kept, v, live in _live_brokers_kept:
         if v == version and kept == brokers:
             return live

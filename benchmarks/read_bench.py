@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from figures import Figure, cpu_timed, write_results  # noqa: E402
 
-from ctrlbatch.replay.deltas import group_deltas  # noqa: E402
-from ctrlbatch.replay.generator import generate_log  # noqa: E402
-from ctrlbatch.replay.sources import open_history  # noqa: E402
+from ctrlbatch.replay.generate.generator import generate_log  # noqa: E402
+from ctrlbatch.replay.image.deltas import group_deltas  # noqa: E402
+from ctrlbatch.replay.log.sources import open_history  # noqa: E402
 
 _PREFIX = struct.Struct(">qi")
 _CHUNK = 8 << 20

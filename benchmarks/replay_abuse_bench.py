@@ -65,8 +65,8 @@ def replay(*args: str) -> list[str]:
 
 
 def sample_lines() -> list[str]:
-    from ctrlbatch.replay.jsonl import batch_lines
-    from ctrlbatch.replay.sources import open_history
+    from ctrlbatch.replay.log.jsonl import batch_lines
+    from ctrlbatch.replay.log.sources import open_history
 
     return [line for b in open_history(SAMPLE).batches() for line in batch_lines(b)]
 
@@ -86,7 +86,7 @@ def first_index(lines: list[str], record_type: str) -> int:
 TIMELINE_CHILD = """
 import sys, pyarrow as pa, pyarrow.parquet as pq
 from pathlib import Path
-from ctrlbatch.replay.report import broker_timeline, draw_report
+from ctrlbatch.replay.output.report import broker_timeline, draw_report
 d = Path(sys.argv[1]); d.mkdir()
 ids = [-(1 << 31), (1 << 31) - 1]
 pq.write_table(pa.table({"timestamp": pa.array([-(1 << 63), (1 << 63) - 1], pa.int64()),
@@ -111,7 +111,7 @@ def main() -> None:
     try:
         err = work / "stderr"
         rc, secs, imports = run_capped(
-            [sys.executable, "-c", "import ctrlbatch.replay.job, ctrlbatch.replay.local_engine, pyarrow.parquet, matplotlib.pyplot"],
+            [sys.executable, "-c", "import ctrlbatch.replay.run.job, ctrlbatch.replay.engine.local, pyarrow.parquet, matplotlib.pyplot"],
             cap, err)
         print(f"interpreter + the replay's imports: peak RSS {imports / 2**20:,.0f} MiB, {secs:.1f} s; {load()}")
         lines = sample_lines()
@@ -159,7 +159,7 @@ def main() -> None:
         figures.append(Figure("report timeline, broker ids -2^31 and 2^31-1: peak RSS", round(rss / 2**20, 1), "MiB",
                               peer="imports", peer_value=round(imports / 2**20, 1), ratio=round(rss / imports, 3),
                               target="RSS <= imports + 256 MiB", met=met))
-        from ctrlbatch.replay.generator import generate_log
+        from ctrlbatch.replay.generate.generator import generate_log
 
         generate_log(work / "gen", records=args.records, seed=7)
         segments = list((work / "gen" / "__cluster_metadata-0").glob("*.log"))

@@ -54,7 +54,7 @@ def log_dir(cache: Path, records: int, args: argparse.Namespace) -> Path:
     if (path / "DONE").exists():
         return path
     shutil.rmtree(path, ignore_errors=True)
-    from ctrlbatch.replay.generator import generate_log
+    from ctrlbatch.replay.generate.generator import generate_log
 
     start = time.monotonic()
     print(f"generating {records:,} records into {path} ...", flush=True)

@@ -1,4 +1,4 @@
-"""Row making: the one frame encoder (replay/frames.py) against the per-send encoder it replaced.
+"""Row making: the one frame encoder (replay/rows/frames.py) against the per-send encoder it replaced.
 
     python benchmarks/rows_bench.py [--brokers 12] [--records 20000] [--runs 5] [--json PATH]
 
@@ -28,12 +28,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from figures import Figure, cpu_timed, write_results  # noqa: E402
 
-from ctrlbatch.replay.deltas import group_deltas  # noqa: E402
-from ctrlbatch.replay.generator import generate_log  # noqa: E402
-from ctrlbatch.replay.image import EMPTY_IMAGE  # noqa: E402
-from ctrlbatch.replay.propagator import ReplayOptions, propagate_delta  # noqa: E402
-from ctrlbatch.replay.rows import expand_columns, expand_rows, partition_count, send_groups, update_type_of  # noqa: E402
-from ctrlbatch.replay.sources import open_history  # noqa: E402
+from ctrlbatch.replay.generate.generator import generate_log  # noqa: E402
+from ctrlbatch.replay.image.deltas import group_deltas  # noqa: E402
+from ctrlbatch.replay.image.image import EMPTY_IMAGE  # noqa: E402
+from ctrlbatch.replay.log.sources import open_history  # noqa: E402
+from ctrlbatch.replay.propagate.propagator import ReplayOptions, propagate_delta  # noqa: E402
+from ctrlbatch.replay.rows.rows import (  # noqa: E402
+    expand_columns,
+    expand_rows,
+    partition_count,
+    send_groups,
+    update_type_of,
+)
 from ctrlbatch.requests import request_head  # noqa: E402
 
 _I32, _I64 = struct.Struct(">i"), struct.Struct(">q")

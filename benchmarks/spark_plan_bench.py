@@ -105,9 +105,9 @@ def _driver_cpu() -> float:
 
 
 def run(spark: Any, path: str, serial: bool) -> dict[str, Any]:
-    from ctrlbatch.replay import spark_ranges
-    from ctrlbatch.replay.propagator import ReplayOptions
-    from ctrlbatch.replay.spark_engine import HistorySource, replay_spark
+    from ctrlbatch.replay.propagate.propagator import ReplayOptions
+    from ctrlbatch.replay.spark import ranges as spark_ranges
+    from ctrlbatch.replay.spark.engine import HistorySource, replay_spark
 
     real = spark_ranges.serial_reason
     if serial:
@@ -132,7 +132,7 @@ def main() -> None:
     parser.add_argument("log", help="a generated log directory (ctrlbatch generate-log)")
     parser.add_argument("--only", choices=["serial", "parallel"], help="run one plan only")
     args = parser.parse_args()
-    from ctrlbatch.replay.spark_session import spark_session
+    from ctrlbatch.replay.spark.session import spark_session
 
     spark = spark_session("local[2]", quiet=True)
     for serial in (True, False):

@@ -53,7 +53,7 @@ def log_dir(cache: Path, records: int, args: argparse.Namespace) -> Path:
     if (path / "DONE").exists():
         return path
     shutil.rmtree(path, ignore_errors=True)
-    from ctrlbatch.replay.generator import generate_log
+    from ctrlbatch.replay.generate.generator import generate_log
 
     start = time.monotonic()
     print(f"generating {records:,} records into {path} ...", flush=True)
@@ -81,7 +81,7 @@ def child(kind: str, log: str) -> dict[str, Any]:
         rows = sum(b.num_rows for b in record_batches(open_history(log).batches(), include_noops=False))
         return {"seconds": time.monotonic() - start, "rows": rows}
     from ctrlbatch.replay import register
-    from ctrlbatch.replay.spark_session import spark_session
+    from ctrlbatch.replay.spark.session import spark_session
 
     start = time.monotonic()
     spark = spark_session("local[2]", quiet=True)

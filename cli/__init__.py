@@ -26,11 +26,11 @@ __all__ = ["SUBCOMMANDS", "CommandError", "Progress", "main"]
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": (
-        "ctrlbatch.replay.cli",
+        "ctrlbatch.replay.run.cli",
         "replay a KRaft metadata log into the requests every broker would have received",
     ),
     "generate-log": (
-        "ctrlbatch.replay.generate_cli",
+        "ctrlbatch.replay.generate.cli",
         "write a synthetic, seeded __cluster_metadata-0 directory (and optionally JSON lines)",
     ),
     "demo": (

@@ -6,10 +6,13 @@
     rows = list(result.rows)          # one dict per delivered request, in send order
     print(result.summary.to_dict()["by_api"])
 
-Modules, one concern each: reading (records, segments, sources, jsonl, dumplog), semantics
-(image, deltas, channel_context, propagator), output (rows, summary, output), engines
-(local_engine, spark_engine), the generator, the two commands (cli, generate_cli), and the
-Spark tables (tables/: the kraft_metadata data source, ``register``, ``replay_dataframe``).
+Sub-packages, one stage of the pipeline each, in layer order (a stage imports only earlier ones;
+tests/test_import_graph.py checks it): schema (the record catalog, classes, codec), log (reading a
+history into batches), image (the image, deltas, the record-semantics table), propagate (the
+MigrationPropagator port), rows (request rows, the summary), output (the output directory,
+report), engine (the replay skeleton, the local engine), spark (the Spark engine), run (one run
+from options to output, the command), tables (the kraft_metadata data source, ``register``,
+``replay_dataframe``), generate (synthetic logs, ``generate-log``).
 Names are exported lazily so that ``import ctrlbatch.replay`` costs nothing and pulls in neither
 pyarrow nor PySpark until a name that needs them is used.
 """
@@ -21,48 +24,48 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
     # reading the history
-    "open_history": "sources",
-    "History": "sources",
-    "Snapshot": "sources",
-    "ReplayInputError": "errors",
-    "ReadStats": "errors",
-    "LogBatch": "records",
-    "MetadataRecord": "records",
-    "ControlRecord": "records",
-    "record_type_name": "records",
-    "record_type_id": "records",
-    "read_segment": "segments",
-    "scan_batches": "segments",
-    "decode_batch": "segments",
-    "read_jsonl": "jsonl",
-    "write_jsonl": "jsonl",
-    "read_dump": "dumplog",
-    "generate_log": "generator",
-    "GenerateResult": "generator",
+    "open_history": "log.sources",
+    "History": "log.sources",
+    "Snapshot": "log.sources",
+    "ReplayInputError": "log.errors",
+    "ReadStats": "log.errors",
+    "LogBatch": "log.records",
+    "MetadataRecord": "log.records",
+    "ControlRecord": "log.records",
+    "record_type_name": "log.records",
+    "record_type_id": "log.records",
+    "read_segment": "log.segments",
+    "scan_batches": "log.segments",
+    "decode_batch": "log.segments",
+    "read_jsonl": "log.jsonl",
+    "write_jsonl": "log.jsonl",
+    "read_dump": "log.dumplog",
+    "generate_log": "generate.generator",
+    "GenerateResult": "generate.generator",
     # semantics: the image, deltas and the MigrationPropagator port
-    "MetadataImage": "image",
-    "BrokerRegistration": "image",
-    "PartitionRegistration": "image",
-    "TopicImage": "image",
-    "DeltaChanges": "image",
-    "TopicChange": "image",
-    "EMPTY_IMAGE": "image",
-    "apply_delta": "image",
-    "MetadataReplayError": "image",
-    "Delta": "deltas",
-    "group_deltas": "deltas",
-    "MigrationControllerChannelContext": "channel_context",
-    "ReplayOptions": "propagator",
-    "Send": "propagator",
-    "propagate_delta": "propagator",
-    "propagate_image": "propagator",
+    "MetadataImage": "image.image",
+    "BrokerRegistration": "image.image",
+    "PartitionRegistration": "image.image",
+    "TopicImage": "image.image",
+    "DeltaChanges": "image.image",
+    "TopicChange": "image.image",
+    "EMPTY_IMAGE": "image.image",
+    "apply_delta": "image.image",
+    "MetadataReplayError": "image.image",
+    "Delta": "image.deltas",
+    "group_deltas": "image.deltas",
+    "MigrationControllerChannelContext": "propagate.channel_context",
+    "ReplayOptions": "propagate.propagator",
+    "Send": "propagate.propagator",
+    "propagate_delta": "propagate.propagator",
+    "propagate_image": "propagate.propagator",
     # output and engines
-    "REQUEST_SCHEMA": "rows",
-    "request_row": "rows",
-    "ReplaySummary": "summary",
-    "replay_local": "local_engine",
-    "ReplayResult": "local_engine",
-    "snapshot_image": "local_engine",
+    "REQUEST_SCHEMA": "rows.rows",
+    "request_row": "rows.rows",
+    "ReplaySummary": "rows.summary",
+    "replay_local": "engine.local",
+    "ReplayResult": "engine.local",
+    "snapshot_image": "engine.local",
     # Spark tables: the kraft_metadata data source and the requests as a DataFrame
     "register": "tables.register",
     "RECORDS_SCHEMA": "tables.register",
@@ -73,12 +76,10 @@ _EXPORTS: dict[str, str] = {
 # The real names for type checkers (a test checks they are _EXPORTS); at run time __getattr__
 # imports each on first use.
 if TYPE_CHECKING:
-    from .channel_context import MigrationControllerChannelContext
-    from .deltas import Delta, group_deltas
-    from .dumplog import read_dump
-    from .errors import ReadStats, ReplayInputError
-    from .generator import GenerateResult, generate_log
-    from .image import (
+    from .engine.local import ReplayResult, replay_local, snapshot_image
+    from .generate.generator import GenerateResult, generate_log
+    from .image.deltas import Delta, group_deltas
+    from .image.image import (
         EMPTY_IMAGE,
         BrokerRegistration,
         DeltaChanges,
@@ -89,14 +90,16 @@ if TYPE_CHECKING:
         TopicImage,
         apply_delta,
     )
-    from .jsonl import read_jsonl, write_jsonl
-    from .local_engine import ReplayResult, replay_local, snapshot_image
-    from .propagator import ReplayOptions, Send, propagate_delta, propagate_image
-    from .records import ControlRecord, LogBatch, MetadataRecord, record_type_id, record_type_name
-    from .rows import REQUEST_SCHEMA, request_row
-    from .segments import decode_batch, read_segment, scan_batches
-    from .sources import History, Snapshot, open_history
-    from .summary import ReplaySummary
+    from .log.dumplog import read_dump
+    from .log.errors import ReadStats, ReplayInputError
+    from .log.jsonl import read_jsonl, write_jsonl
+    from .log.records import ControlRecord, LogBatch, MetadataRecord, record_type_id, record_type_name
+    from .log.segments import decode_batch, read_segment, scan_batches
+    from .log.sources import History, Snapshot, open_history
+    from .propagate.channel_context import MigrationControllerChannelContext
+    from .propagate.propagator import ReplayOptions, Send, propagate_delta, propagate_image
+    from .rows.rows import REQUEST_SCHEMA, request_row
+    from .rows.summary import ReplaySummary
     from .tables.register import RECORDS_SCHEMA, REQUESTS_SCHEMA, register
     from .tables.requests import replay_dataframe
 

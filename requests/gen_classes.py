@@ -6,7 +6,7 @@ then unknown_tagged_fields. The accessors of Kafka's request classes that the da
 are generated from a table (`partition_states()` on LeaderAndIsr and UpdateMetadata requests). The same source serves the shipped modules in messages/ (written
 by `python -m ctrlbatch.requests.gen_classes`, checked by a test) and specs loaded at run time
 (load_message_classes); replay/metadata_classgen.py writes the KRaft record classes with its field
-rendering (_py_type, _default_src).
+rendering (py_type, default_src).
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ def _methods_src(name: str) -> list[str]:
     ]
 
 
-def _py_type(f: FieldSpec) -> str:
+def py_type(f: FieldSpec) -> str:
     e = f.element_type
     base = FIXED[e][2] if e in FIXED else VARIABLE[e] if e in VARIABLE else e
     t = f"tuple[{base}, ...]" if f.is_array else base
     return f"{t} | None" if f.nullable else t
 
 
-def _default_src(f: FieldSpec) -> str:
+def default_src(f: FieldSpec) -> str:
     if f.is_array:
         # None stays None (writing it where not nullable fails like Kafka: at encode).
         d = "None" if f.default == "null" else "()"
@@ -74,7 +74,7 @@ def _struct_src(s: StructSpec, base: str, doc: str) -> str:
     lines.append(textwrap.indent(f'"""{doc}"""', "    ") if doc else '    """"""')
     lines.append("")
     for f in s.fields:
-        lines.append(f"    {f.attr}: {_py_type(f)} = {_default_src(f)}")
+        lines.append(f"    {f.attr}: {py_type(f)} = {default_src(f)}")
         if f.about:
             about = f.about.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
             lines.append(f'    """{about} ({f.type}, versions {f.versions})"""')

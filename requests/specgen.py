@@ -75,7 +75,7 @@ def const_name(name: str) -> str:
     return snake_case(name).upper()
 
 
-class _Renderer:
+class Renderer:
     def __init__(self) -> None:
         self.commons: dict[str, str] = {}
         self.out: list[str] = []
@@ -132,7 +132,7 @@ def common_structs(path: str) -> list[str]:
 
 
 def render(folder: str) -> str:
-    r = _Renderer()
+    r = Renderer()
     r.out.append(
         '"""The project\'s own description of the messages it ships: fields, types, versions,\n'
         "nullable/tagged/ignorable flags and defaults, one declaration per message.\n\n"

@@ -4,6 +4,9 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
 - One asyncio BufferedProtocol per connection. A size prefix < 0 or above ``max_request_bytes``
   (socket.request.max.bytes) closes the connection at once, before the frame is read or
   allocated; no response is sent.
+- A small request is handled at once in the loop round that read its last byte (started on the
+  spot; it becomes a task only if it has to wait), and the connection goes on with its next
+  request in the next round: one request per connection per round.
 - One request in flight per connection, as Kafka does (it mutes a channel from a request's read to
   its response's send, SS:1163-1165, SS:1197-1198). At a frame boundary one read takes at most
   SCRATCH_BYTES (a prefix and a small frame) into a buffer shared by the server's connections and
@@ -19,12 +22,14 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   64 KiB doubling up to 1 MiB, each reserved before it is read, so a size prefix alone holds
   64 KiB; smaller frames are always admitted (``take``), so heartbeats never wait behind big
   requests. One frame at a time may overshoot the budget (the pool's overdraft), so frames that
-  share out the budget between them cannot wait for each other for ever. ``handling`` holds, from a frame's last byte until its answer is written, the decoded
-  request's estimated size (frame bytes x DECODED_RATIO of its api), or, once it is handled, its
-  answer's bytes (``answer_bytes``, for answers that repeat a topic name per partition); a big
-  request waits for each with its connection muted. The frame's own bytes go back to ``pool``
-  once it is decoded. So a server holds about 2 x the budget plus its largest request (one bigger than the budget is handled
-  alone), plus SMALL_FRAME_BYTES x (1 + ratio) per connection.
+  share out the budget between them cannot wait for each other for ever. ``handling`` holds, from
+  a frame's last byte until its answer is written, the decoded request's estimated size (frame
+  bytes x DECODED_RATIO of its api), or, once it is handled, twice its answer's bytes
+  (``answer_bytes``, for answers that repeat a topic name per partition: the encoder's pieces,
+  then the joined answer); a big request waits for each with its connection muted. The frame's
+  own bytes go back to ``pool`` once it is decoded. So a server holds about 2 x the budget plus
+  one frame plus its largest request (one bigger than the budget is handled alone), plus
+  SMALL_FRAME_BYTES x (1 + ratio) per connection.
 - DECODED_RATIO: the decoded request's peak traced memory over its frame bytes, measured for the
   worst shapes found (tracemalloc, CPython 3.11; server_attack_bench's attack 11 prints them):
   UpdateMetadata 19.7 (brokers without endpoints), StopReplica 18.6 (v0 partitions), BrokerRegistration
@@ -37,11 +42,12 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   body does not decode closes the connection without a response. ApiVersions (18) is answered by
   the server itself on every listener (api_versions.py has Kafka's rules).
 - Every request ends in an answer or a close: any exception while decoding, handling or encoding
-  it (a MemoryError too) closes the connection with one log line, rate-limited per kind of line
+  it (a MemoryError too) closes the connection with one log line (the exception's frames are then
+  cleared, so what they held is freed at once), rate-limited per kind of line
   (safe_log.RateLimiter: repeats are counted and summarised in the next line), so a client that
   pipelines and leaves costs a few lines, not one per request.
 - A frame of ``offload_request_bytes`` or more is decoded, handled and encoded on a handler
-  thread (handler_threads.py), so that the loop keeps serving other connections meanwhile; once the
+  thread (handler_threads.py), and so is an answer whose ``answer_bytes`` are that many or more, so that the loop keeps serving other connections meanwhile; once the
   last such request is answered, the C heap is trimmed so its memory goes back to the system.
 - The server hands each decoded request to ``handler(conn, decoded) -> Awaitable[Message | None]``
   (``conn.offload`` says whether the frame was big); None means "close the connection without
@@ -63,7 +69,9 @@ import logging
 import struct
 import termios
 import time
-from collections.abc import Awaitable, Callable
+import traceback
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import attrs
 
@@ -160,6 +168,18 @@ def _unread(fd: int) -> int:
     return out[0]
 
 
+def _forget_frames(e: BaseException) -> None:
+    """Clear the frames of an exception chain: their locals (a half-built 3 GB answer) are freed now,
+    whether or not the collector will ever see the cycles (handler_threads freezes it)."""
+    seen: set[int] = set()
+    x: BaseException | None = e
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        traceback.clear_frames(x.__traceback__)
+        x.__traceback__ = None
+        x = x.__cause__ or x.__context__
+
+
 def decoded_estimate(frame: bytes | bytearray | memoryview) -> int:
     """What a frame's decoded request may take (bytes): its size times its api's DECODED_RATIO."""
     key = _KEY_VERSION.unpack_from(frame, 0)[0] if len(frame) >= 4 else -1
@@ -185,7 +205,10 @@ class Connection(asyncio.BufferedProtocol):
         self._wait_began = 0.0
         self._stash = b""  # bytes read past a frame while it is handled (a pipelining client): at most one read
         self._into_scratch = False  # the last get_buffer was the server's scratch buffer
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None  # the request's task, when it had to wait
+        self._inflight = False  # a request is being handled (from its last byte to its answer)
+        self._more_after = False  # bytes of a next request came in the same read as this one's last
+        self._frames = 0  # frames read whole
         self._handled = 0  # bytes this connection holds in the server's handling pool
         self._fd = -1
         self._reading = True
@@ -272,7 +295,7 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def _in_flight(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._inflight
 
     def _update_reading(self) -> None:
         """Read while nothing waits: not with bytes stashed, a chunk waiting for the pool, or the
@@ -294,8 +317,7 @@ class Connection(asyncio.BufferedProtocol):
         pos, end = 0, len(data)
         while pos < end and not self._closing:
             if self._in_flight or self._wanted or self._head_got == 4:
-                self._stash = bytes(data[pos:])  # at most one read: SCRATCH_BYTES
-                return
+                break
             body = self._body
             if body is None:
                 if self._head_got == 0:
@@ -305,7 +327,11 @@ class Connection(asyncio.BufferedProtocol):
                 self._head_got += take
                 pos += take
                 if self._head_got == 4:
+                    self._more_after = pos < end
+                    frames = self._frames
                     self._next_frame()
+                    if self._frames != frames:  # an empty frame, done at once: the rest waits for the next round
+                        break
                 continue
             if len(body) < self._granted:
                 body.extend(bytes(self._granted - len(body)))
@@ -314,9 +340,13 @@ class Connection(asyncio.BufferedProtocol):
             self._got += take
             pos += take
             if self._got == self._size:
-                self._frame_done()
-            elif self._got == self._granted:
+                self._more_after = pos < end
+                self._frame_done()  # may be answered at once: the rest waits for the next round
+                break
+            if self._got == self._granted:
                 self._more()
+        if pos < end and not self._closing:
+            self._stash = bytes(data[pos:])  # at most one read: SCRATCH_BYTES
 
     def _next_frame(self) -> None:
         """The prefix in _head is complete: start reading its frame."""
@@ -372,13 +402,45 @@ class Connection(asyncio.BufferedProtocol):
         assert frame is not None
         held, self._granted = self._granted, 0
         # One request in flight: from here at most one read more is taken (stashed), then nothing.
-        self._task = self._loop.create_task(self._serve(frame, held, time.perf_counter()))
+        self._inflight = True
+        self._frames += 1
+        coro = self._serve(frame, held, time.perf_counter())
+        if len(frame) > SMALL_FRAME_BYTES:
+            self._task = self._loop.create_task(coro)
+            return
+        try:  # a small request is handled at once, in this loop round, unless it has to wait
+            waited_for = coro.send(None)
+        except StopIteration:
+            return
+        self._task = self._loop.create_task(self._drive(coro, waited_for))
+
+    @staticmethod
+    async def _drive(coro: Coroutine[Any, Any, None], waited_for: Any) -> None:
+        """Go on with a coroutine that was started on the spot and then had to wait for
+        ``waited_for`` (what it yielded: a future, or None for a bare yield), as a task would."""
+        while True:
+            try:
+                if waited_for is None:
+                    await asyncio.sleep(0)
+                else:
+                    waited_for._asyncio_future_blocking = False  # as Task.__step does: it is ours to await now
+                    await waited_for
+            except BaseException as e:  # a cancellation (the connection closed) goes into it
+                try:
+                    waited_for = coro.throw(e)
+                except StopIteration:
+                    return
+                continue
+            try:
+                waited_for = coro.send(None)
+            except StopIteration:
+                return
 
     @property
     def busy(self) -> bool:
         """A request is being handled or waits for memory: not idle, whatever the clock says. (A reply
         the client does not read is not: such a connection idles out.)"""
-        return bool(self._wanted) or (self._task is not None and not self._task.done() and self._can_write.is_set())
+        return bool(self._wanted) or (self._inflight and self._can_write.is_set())
 
     @property
     def frame_started(self) -> float | None:
@@ -467,15 +529,20 @@ class Connection(asyncio.BufferedProtocol):
                 if answer:  # the request is gone: its hold becomes the answer's (never both: no self-deadlock)
                     server.handling.release(self._handled)
                     self._handled = 0
-                    await self._hold(answer, answer <= SMALL_FRAME_BYTES)
+                    await self._hold(2 * answer, answer <= SMALL_FRAME_BYTES)  # its pieces, then joined
+                big_answer = answer >= server.limits.offload_request_bytes  # a small request's big answer too
+                if big_answer and not offload:
+                    server.offloads += 1
+                    self.offload = offload = True
                 args = (response, h.request_api_key, h.request_api_version, h.correlation_id)
                 del response
                 out = await run_in_handler_thread(server.encode, *args) if offload else server.encode(*args)
                 del args
             if self.transport is None:
                 return
-            if self._stash or self._head_got or (self._fd >= 0 and _unread(self._fd)):
+            if self._more_after or self._stash or self._head_got or (self._fd >= 0 and _unread(self._fd)):
                 stats.pipelined += 1  # the next request came before this answer
+            self._more_after = False
             self.transport.write(out)
             self.last_active = self._loop.time()
             stats.bytes_out += len(out)
@@ -492,6 +559,7 @@ class Connection(asyncio.BufferedProtocol):
         except Exception as e:  # noqa: BLE001 - every request ends in an answer or a close (module rules)
             stats.failed += 1
             server.line(logging.ERROR, "%s: %s a request failed (%s); closing the connection", self, stage, describe(e))
+            _forget_frames(e)
             self.close()
         finally:
             if held:
@@ -514,10 +582,12 @@ class Connection(asyncio.BufferedProtocol):
         """The answer is written: go on with what was stashed or read meanwhile, then read on."""
         if self.transport is None or self._closing:
             return
-        self._task = None  # this request's task is ending: the next one may start
-        self._continue()
+        self._task, self._inflight = None, False  # this request is done: the next one may start
+        self._loop.call_soon(self._continue)  # in the next round: one request per connection per round
 
     def _continue(self) -> None:
+        if self.transport is None or self._closing:
+            return
         if self._head_got == 4 and self._body is None and not self._in_flight:
             self._next_frame()
         stash, self._stash = self._stash, b""

@@ -25,7 +25,7 @@ from typing import Any
 from ctrlbatch.requests.emit import compile_source
 from ctrlbatch.requests.spec import FieldSpec, StructSpec, camel_case
 
-from ..json_convert import uuid_to_json
+from ..schema.json_convert import uuid_to_json
 
 __all__ = ["encoder", "to_json_text"]
 

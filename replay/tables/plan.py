@@ -29,8 +29,8 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
-from ..reading import Position, ReadFrom
-from ..sources import History, open_history
+from ..log.reading import Position, ReadFrom
+from ..log.sources import History, open_history
 from .options import TableOptions
 from .record_rows import ROWS_PER_BATCH, record_batches
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..record_classes import CONTROL_VERSION
-from ..records import CONTROL_TYPE_NAMES, NO_OP_RECORD, RECORD_TYPE_NAMES, LogBatch
+from ..log.records import CONTROL_TYPE_NAMES, NO_OP_RECORD, RECORD_TYPE_NAMES, LogBatch
+from ..schema.record_classes import CONTROL_VERSION
 from .json_fast import to_json_text
 from .schema import RECORDS_ARROW
 

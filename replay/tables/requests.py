@@ -70,9 +70,9 @@ def replay_dataframe(
     options are ``ctrlbatch replay``'s, by the same names."""
     from pyspark.sql import functions as F
 
-    from ..job import ReplayJob, controller_at_start
-    from ..sources import open_history
-    from ..spark_engine import HistorySource, replay_spark
+    from ..log.sources import open_history
+    from ..run.job import ReplayJob, controller_at_start
+    from ..spark.engine import HistorySource, replay_spark
 
     source_path = os.path.abspath(os.fspath(path))
     snapshot = from_snapshot if from_snapshot in (None, "newest") else os.path.abspath(os.fspath(from_snapshot))

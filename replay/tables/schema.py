@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..rows import REQUEST_SCHEMA
+from ..rows.rows import REQUEST_SCHEMA
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

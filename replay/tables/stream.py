@@ -41,11 +41,11 @@ import pyarrow as pa
 
 from ctrlbatch.common import CommandError
 
-from ..errors import ReadStats, ReplayInputError
-from ..reading import LogReader, ReadFrom
-from ..records import LogBatch
-from ..segments import HEADER, MAX_BATCH_BYTES, MIN_BATCH_LENGTH, PREFIX
-from ..sources import METADATA_DIR
+from ..log.errors import ReadStats, ReplayInputError
+from ..log.reading import LogReader, ReadFrom
+from ..log.records import LogBatch
+from ..log.segments import HEADER, MAX_BATCH_BYTES, MIN_BATCH_LENGTH, PREFIX
+from ..log.sources import METADATA_DIR
 from .options import OptionError, TableOptions
 from .record_rows import record_batches
 

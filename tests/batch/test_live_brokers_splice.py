@@ -45,7 +45,7 @@ def _states(draw: st.DrawFn) -> list[UpdateMetadataPartitionState]:
 @st.composite
 def _live(draw: st.DrawFn, version: int) -> tuple[UpdateMetadataBroker, ...]:
     ids = draw(st.lists(st.integers(0, 1000), unique=True, max_size=5))
-    return request_batch._live_brokers(tuple(draw(brokers(i)) for i in ids), version)
+    return request_batch.live_brokers(tuple(draw(brokers(i)) for i in ids), version)
 
 
 @settings(max_examples=300, deadline=None)
@@ -75,19 +75,19 @@ def test_spliced_body_equals_the_built_one(
 def test_live_brokers_tuple_is_shared_by_value(data: st.DataObject, version: int) -> None:
     ids = data.draw(st.lists(st.integers(0, 50), unique=True, min_size=1, max_size=4))
     registered = tuple(data.draw(brokers(i)) for i in ids)
-    first = request_batch._live_brokers(registered, version)
+    first = request_batch.live_brokers(registered, version)
     assert first == tuple(request_batch._update_metadata_broker(b, version) for b in registered)
     # Equal Broker values (other objects) give the very same tuple: its piece is found by identity.
-    again = request_batch._live_brokers(tuple(attrs.evolve(b) for b in registered), version)
+    again = request_batch.live_brokers(tuple(attrs.evolve(b) for b in registered), version)
     assert again is first
-    other = request_batch._live_brokers(registered[:-1], version)
+    other = request_batch.live_brokers(registered[:-1], version)
     assert other == tuple(request_batch._update_metadata_broker(b, version) for b in registered[:-1])
 
 
 def test_caches_stay_bounded() -> None:
     for i in range(3 * request_batch._LIVE_BROKERS_KEPT):
         registered = (Broker(i, (EndPoint("h", 9092, "PLAINTEXT", SecurityProtocol.PLAINTEXT),)),)
-        live = request_batch._live_brokers(registered, 8)
+        live = request_batch.live_brokers(registered, 8)
         assert live_brokers_piece(8, live) == UpdateMetadataBuilder(8, 0, 0, [], live, {}).build(-1).encode(8)[-len(live_brokers_piece(8, live)) - 1 : -1]
     assert len(request_batch._live_brokers_kept) <= request_batch._LIVE_BROKERS_KEPT
     assert len(builders._live_pieces) <= builders._LIVE_PIECES_KEPT

@@ -126,8 +126,8 @@ def test_maker_refuses_names_that_do_not_fit():
 def test_the_batch_call_sites_name_every_attribute():
     from ctrlbatch.batch import request_batch
 
-    for make, cls in ((request_batch._make_lair_state, LeaderAndIsrPartitionState),
-                      (request_batch._make_umr_state, UpdateMetadataPartitionState)):
+    for make, cls in ((request_batch.make_lair_state, LeaderAndIsrPartitionState),
+                      (request_batch.make_umr_state, UpdateMetadataPartitionState)):
         assert make.twin is cls.make.twin
         assert make.__code__.co_argcount == len(attrs.fields(cls)) - 1  # all but unknown_tagged_fields
 

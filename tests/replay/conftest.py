@@ -25,7 +25,7 @@ SAMPLE = SHARED / "samples" / "kraft-single-node"
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from ctrlbatch.replay.spark_session import quiet_log4j_file, spark_session
+    from ctrlbatch.replay.spark.session import quiet_log4j_file, spark_session
 
     session = spark_session(
         "local[2]",
@@ -57,9 +57,9 @@ def refused_record_log(tmp_path: Path) -> tuple[Path, int]:
     it): its __cluster_metadata-0 directory and the byte offset of the refused batch."""
     import uuid
 
-    from ctrlbatch.replay.record_classes import encode_value, record_class
-    from ctrlbatch.replay.records import REMOVE_TOPIC_RECORD, TOPIC_RECORD
-    from ctrlbatch.replay.writer import encode_batch
+    from ctrlbatch.replay.generate.writer import encode_batch
+    from ctrlbatch.replay.log.records import REMOVE_TOPIC_RECORD, TOPIC_RECORD
+    from ctrlbatch.replay.schema.record_classes import encode_value, record_class
 
     def record(type_id: int, **fields: Any) -> bytes:
         cls: Any = record_class(type_id)

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ctrlbatch.replay.records import NOOP_VALUE
-from ctrlbatch.replay.segments import scan_batches
-from ctrlbatch.replay.writer import encode_batch
+from ctrlbatch.replay.generate.writer import encode_batch
+from ctrlbatch.replay.log.records import NOOP_VALUE
+from ctrlbatch.replay.log.segments import scan_batches
 
 # (metadata.version level at bootstrap, upgrade to): 3.6-IV2 -> 3.9-IV0, and Kafka 4.1-IV1 -> 4.3-IV0
 KAFKA_3X: dict[str, Any] = {"metadata_version": 14, "upgrade_to": 21}
@@ -20,7 +20,7 @@ KAFKA_4X: dict[str, Any] = {"metadata_version": 27, "upgrade_to": 30}
 def make_logs(root: Path) -> dict[str, Path]:
     """Generated logs (a few segments each, the 3.x one with two snapshots) and a copy of the 3.x
     log with two corrupt batches (CRC) in different segments."""
-    from ctrlbatch.replay.generator import generate_log
+    from ctrlbatch.replay.generate.generator import generate_log
 
     logs = {}
     for name, args in (("3x", KAFKA_3X), ("4x", KAFKA_4X)):

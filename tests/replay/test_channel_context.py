@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 
 from ctrlbatch.context import ControllerChannelContext, TopicPartition
-from ctrlbatch.replay.channel_context import MigrationControllerChannelContext
-from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, apply_delta
-from ctrlbatch.replay.record_classes import record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.image.image import EMPTY_IMAGE, MetadataImage, apply_delta
+from ctrlbatch.replay.log.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     PARTITION_RECORD,
     REGISTER_BROKER_RECORD,
     TOPIC_RECORD,
     MetadataRecord,
 )
+from ctrlbatch.replay.propagate.channel_context import MigrationControllerChannelContext
+from ctrlbatch.replay.schema.record_classes import record_class
 
 T = uuid.UUID(int=3)
 

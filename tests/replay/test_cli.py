@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from ctrlbatch.cli import main
-from ctrlbatch.replay.generator import generate_log
-from ctrlbatch.replay.local_engine import replay_local
-from ctrlbatch.replay.propagator import ReplayOptions
-from ctrlbatch.replay.sources import open_history
+from ctrlbatch.replay.engine.local import replay_local
+from ctrlbatch.replay.generate.generator import generate_log
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.propagate.propagator import ReplayOptions
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -97,7 +97,7 @@ def test_bad_options_exit_1_with_a_reason(
 
 
 def test_corrupt_input_exits_1_naming_file_and_offset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from ctrlbatch.replay.segments import scan_batches
+    from ctrlbatch.replay.log.segments import scan_batches
 
     generate_log(tmp_path / "data", brokers=3, topics=2, partitions=6, records=300, seed=2)
     segment = sorted((tmp_path / "data" / "__cluster_metadata-0").glob("*.log"))[0]

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from ctrlbatch.replay.jsonl import write_jsonl
-from ctrlbatch.replay.output import MARKER
-from ctrlbatch.replay.sources import open_history
+from ctrlbatch.replay.log.jsonl import write_jsonl
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.output.output import MARKER
 
 TIMEOUT = 120  # seconds for one process; a hang fails the test instead of blocking the suite
 ENV = {
@@ -193,7 +193,7 @@ def _spark_dirs() -> set[str]:
 
 
 def test_spark_a_corrupt_input_is_the_local_engines_one_line_and_quiet_is_quiet(tmp_path: Path, sample_dir: Path) -> None:
-    from ctrlbatch.replay.segments import scan_batches
+    from ctrlbatch.replay.log.segments import scan_batches
 
     segment = tmp_path / "00000000000000000000.log"
     raw = bytearray((sample_dir / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes())
@@ -222,13 +222,13 @@ def test_spark_sigterm_while_writing_leaves_no_temporary_directory(tmp_path: Pat
 
 
 def test_an_executor_error_relayed_by_spark_becomes_one_bounded_line() -> None:
-    from ctrlbatch.replay.job import MAX_ERROR_CHARS, spark_error_line
+    from ctrlbatch.replay.run.job import MAX_ERROR_CHARS, spark_error_line
 
     relayed = (
         "An error occurred while calling o93.collect.\n"
         ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 1.0 failed\n"
         "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
-        '  File "/x/replay/segments.py", line 321, in read_segment\n'
+        '  File "/x/replay/log/segments.py", line 321, in read_segment\n'
         "PermissionError: [Errno 13] Permission denied: '/data/00000000000000000000.log'\n"
         "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:1)\n"
         "java.lang.IllegalStateException: whatever the JVM adds last\n"
@@ -242,7 +242,7 @@ def test_an_executor_error_relayed_by_spark_becomes_one_bounded_line() -> None:
 
 
 def test_an_os_error_is_one_line_with_its_path() -> None:
-    from ctrlbatch.replay.cli import os_error_line
+    from ctrlbatch.replay.run.cli import os_error_line
 
     assert os_error_line(PermissionError(13, "Permission denied", "/data/x.log")) == "/data/x.log: Permission denied"
     assert os_error_line(OSError(18, "Invalid cross-device link", "/a", None, "/b")) == "/a -> /b: Invalid cross-device link"
@@ -253,8 +253,8 @@ def test_an_os_error_is_one_line_with_its_path() -> None:
 
 
 def test_an_error_raised_while_unwinding_a_signal_gives_the_signal_back() -> None:
-    from ctrlbatch.replay.cli import Terminated
-    from ctrlbatch.replay.job import _interrupt_behind
+    from ctrlbatch.replay.run.cli import Terminated
+    from ctrlbatch.replay.run.job import _interrupt_behind
 
     def unwinding() -> None:
         try:

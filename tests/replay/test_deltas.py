@@ -12,10 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.deltas import group_deltas
-from ctrlbatch.replay.image import MetadataReplayError
-from ctrlbatch.replay.record_classes import control_class, record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.image.deltas import group_deltas
+from ctrlbatch.replay.image.image import MetadataReplayError
+from ctrlbatch.replay.log.records import (
     ABORT_TRANSACTION_RECORD,
     BEGIN_TRANSACTION_RECORD,
     CONFIG_RECORD,
@@ -26,6 +25,7 @@ from ctrlbatch.replay.records import (
     LogBatch,
     MetadataRecord,
 )
+from ctrlbatch.replay.schema.record_classes import control_class, record_class
 
 SAMPLE = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "kraft-single-node"
 
@@ -151,7 +151,7 @@ def test_without_transactions_deltas_partition_the_records_in_order(types: list[
 
 
 def test_the_sample_has_one_delta_per_data_batch_and_its_bootstrap_transaction_is_one() -> None:
-    from ctrlbatch.replay.sources import open_history
+    from ctrlbatch.replay.log.sources import open_history
 
     deltas = list(group_deltas(open_history(str(SAMPLE)).batches()))
     assert len(deltas) == 4813  # 4,814 batches, one of them the LeaderChange control batch

@@ -24,11 +24,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
-from ctrlbatch.replay.local_engine import replay_local
-from ctrlbatch.replay.propagator import ReplayOptions
-from ctrlbatch.replay.record_classes import control_class, encode_control, encode_value, record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.engine.local import replay_local
+from ctrlbatch.replay.generate.writer import encode_batch
+from ctrlbatch.replay.image.image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
+from ctrlbatch.replay.log.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     CLEAR_ELR_RECORD,
     FEATURE_LEVEL_RECORD,
@@ -43,8 +42,9 @@ from ctrlbatch.replay.records import (
     UNREGISTER_CONTROLLER_RECORD,
     MetadataRecord,
 )
-from ctrlbatch.replay.sources import open_history
-from ctrlbatch.replay.writer import encode_batch
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.propagate.propagator import ReplayOptions
+from ctrlbatch.replay.schema.record_classes import control_class, encode_control, encode_value, record_class
 from ctrlbatch.requests import decode_request
 
 X, K, Y, K2, Z = (uuid.UUID(int=i) for i in (21, 22, 23, 24, 25))
@@ -178,7 +178,7 @@ def at(rows: list[dict[str, Any]], delta: int) -> list[dict[str, Any]]:
 
 
 def _fold(batches: list[list[bytes]]) -> MetadataImage:
-    from ctrlbatch.replay.record_classes import decode_value
+    from ctrlbatch.replay.schema.record_classes import decode_value
 
     image, offset = EMPTY_IMAGE, 1
     for values in batches:
@@ -224,7 +224,7 @@ def test_cordoning_is_kept_and_only_an_actual_change_is_a_broker_change() -> Non
 
 
 def _data(type_id: int, v: bytes) -> Any:
-    from ctrlbatch.replay.record_classes import decode_value
+    from ctrlbatch.replay.schema.record_classes import decode_value
 
     t, _version, data = decode_value(v, 0, len(v))
     assert t == type_id
@@ -298,7 +298,7 @@ def test_from_the_snapshot_the_log_after_it_sends_the_same(log: Path) -> None:
 def test_both_engines_give_the_same_rows(spark: Any, log: Path, tmp_path: Path, snapshot: bool) -> None:
     import pyarrow.parquet as pq
 
-    from ctrlbatch.replay.spark_engine import HistorySource, replay_spark
+    from ctrlbatch.replay.spark.engine import HistorySource, replay_spark
 
     local = replay_local(open_history(log, from_snapshot="newest" if snapshot else None), ReplayOptions())
     rows = local.drain()
@@ -317,14 +317,14 @@ def test_a_partial_image_holds_what_a_clear_elr_reads() -> None:
     """The partial-image contract (propagator._touched_topics): a ClearElrRecord reads its name's
     topic, or every topic of the image when the name is empty; a partial image with those gives the
     same sends as the whole image on every delta of the log where no broker changed."""
-    from ctrlbatch.replay.deltas import Delta
-    from ctrlbatch.replay.propagator import (
+    from ctrlbatch.replay.image.deltas import Delta
+    from ctrlbatch.replay.propagate.propagator import (
         _needs_full_image,
         _partial_image,
         _touched_topics,
         propagate_delta,
     )
-    from ctrlbatch.replay.record_classes import decode_value
+    from ctrlbatch.replay.schema.record_classes import decode_value
 
     image, offset, checked = EMPTY_IMAGE, 1, 0
     options = ReplayOptions(controller_id=3000)
@@ -443,7 +443,7 @@ def _part_rec(tid: uuid.UUID, elr: bool) -> MetadataRecord:
 def test_the_printed_summary_and_summary_json_name_the_spark_plan(log: Path) -> None:
     """The serial fallback is stated where a user reads the run: a "spark plan:" line and "plan"
     in summary.json (job.ReplayOutcome), absent for the local engine."""
-    from ctrlbatch.replay.job import ReplayJob, ReplayOutcome, format_summary
+    from ctrlbatch.replay.run.job import ReplayJob, ReplayOutcome, format_summary
 
     history = open_history(log)
     local = replay_local(history, ReplayOptions())
@@ -463,8 +463,8 @@ def test_a_generated_log_with_elrs_gives_the_same_rows_on_both_engines(
     transactions, cordons, controller (un)registrations), from offset 0 and from its newest snapshot."""
     import pyarrow.parquet as pq
 
-    from ctrlbatch.replay.generator import generate_log
-    from ctrlbatch.replay.spark_engine import HistorySource, replay_spark
+    from ctrlbatch.replay.generate.generator import generate_log
+    from ctrlbatch.replay.spark.engine import HistorySource, replay_spark
 
     d = tmp_path_factory.getbasetemp() / "elr_generated"
     if not d.exists():

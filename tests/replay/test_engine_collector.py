@@ -11,7 +11,7 @@ import sys
 
 _PROBE = r"""
 import gc, weakref
-from ctrlbatch.replay.engine import GC_THRESHOLDS, rare_collections, spark_task
+from ctrlbatch.replay.engine.skeleton import GC_THRESHOLDS, rare_collections, spark_task
 
 class Node:  # tracked by the collector, weakly referenceable
     __slots__ = ("value", "peer", "__weakref__")

@@ -9,11 +9,11 @@ import platform
 import subprocess
 import sys
 
-from ctrlbatch.replay.engine import fixed_mmap_threshold
+from ctrlbatch.replay.engine.skeleton import fixed_mmap_threshold
 
 _PROBE = """
 import ctypes, sys
-from ctrlbatch.replay.engine import fixed_mmap_threshold, release_free_memory
+from ctrlbatch.replay.engine.skeleton import fixed_mmap_threshold, release_free_memory
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in

@@ -1,4 +1,4 @@
-"""Full-image UpdateMetadata from cached pieces (replay/full_image.py) against the batch.
+"""Full-image UpdateMetadata from cached pieces (replay/propagate/full_image.py) against the batch.
 
 On every delta of the real sample and of generated logs (hypothesis: sizes, seeds, metadata
 versions, snapshots, and --ibp for each UpdateMetadata version with topic states), the sends
@@ -17,13 +17,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctrlbatch.context import MetadataVersion
-from ctrlbatch.replay.deltas import group_deltas
-from ctrlbatch.replay.engine import snapshot_start
-from ctrlbatch.replay.full_image import FullImageBody, TopicPieces, full_image_body
-from ctrlbatch.replay.generator import generate_log
-from ctrlbatch.replay.image import apply_delta
-from ctrlbatch.replay.propagator import ReplayOptions, Send, _controller, _image_sends, _propagate_changes
-from ctrlbatch.replay.sources import open_history
+from ctrlbatch.replay.engine.skeleton import snapshot_start
+from ctrlbatch.replay.generate.generator import generate_log
+from ctrlbatch.replay.image.deltas import group_deltas
+from ctrlbatch.replay.image.image import apply_delta
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.propagate.full_image import FullImageBody, TopicPieces, full_image_body
+from ctrlbatch.replay.propagate.propagator import (
+    ReplayOptions,
+    Send,
+    _controller,
+    _image_sends,
+    _propagate_changes,
+)
 from ctrlbatch.requests import UpdateMetadataRequest
 from ctrlbatch.requests.apis import UPDATE_METADATA
 

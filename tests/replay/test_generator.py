@@ -2,7 +2,7 @@
 
 Validity is checked by folding every record with the rules of kafka-metadata-records.md (the
 _Fold below asserts the invariants a controller keeps) and, independently, with the project's
-MetadataDelta port (replay/image.py, replay/deltas.py) which raises on what Kafka would reject."""
+MetadataDelta port (replay/image/image.py, replay/image/deltas.py) which raises on what Kafka would reject."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay import records as rec
-from ctrlbatch.replay.generate_cli import configure, run
-from ctrlbatch.replay.generator import (
+from ctrlbatch.replay.generate.cli import configure, run
+from ctrlbatch.replay.generate.generator import (
     ELR_FEATURE,
     MAX_RECORDS_PER_BATCH,
     MIN_ISR,
@@ -27,11 +26,12 @@ from ctrlbatch.replay.generator import (
     partition_change_value,
     partition_value,
 )
-from ctrlbatch.replay.jsonl import read_jsonl
-from ctrlbatch.replay.record_classes import decode_value, encode_value, record_class
-from ctrlbatch.replay.records import LogBatch, MetadataRecord
-from ctrlbatch.replay.segments import read_segment, scan_batches
-from ctrlbatch.replay.sources import open_history
+from ctrlbatch.replay.log import records as rec
+from ctrlbatch.replay.log.jsonl import read_jsonl
+from ctrlbatch.replay.log.records import LogBatch, MetadataRecord
+from ctrlbatch.replay.log.segments import read_segment, scan_batches
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.schema.record_classes import decode_value, encode_value, record_class
 
 
 @attrs.define
@@ -280,8 +280,8 @@ def test_a_small_log_is_valid_and_has_every_event(tmp_path: Path) -> None:
 
 
 def test_the_project_s_metadata_delta_port_replays_it(tmp_path: Path) -> None:
-    from ctrlbatch.replay.deltas import group_deltas
-    from ctrlbatch.replay.image import EMPTY_IMAGE, apply_delta
+    from ctrlbatch.replay.image.deltas import group_deltas
+    from ctrlbatch.replay.image.image import EMPTY_IMAGE, apply_delta
 
     generate_log(tmp_path, brokers=5, topics=6, partitions=60, records=15_000, seed=3)
     batches = list(open_history(tmp_path).batches())
@@ -619,8 +619,8 @@ def test_a_4x_log_keeps_elrs_as_a_controller_does_and_the_replay_agrees(tmp_path
     min.insync.replicas changes and inside one-delta transactions that remove and create topics,
     cordon changes from 4.3-IV0, controller (un)registrations; the replay's image holds the same
     ELRs as the model's records say, partition by partition, and so does each snapshot."""
-    from ctrlbatch.replay.deltas import group_deltas
-    from ctrlbatch.replay.image import EMPTY_IMAGE, apply_delta
+    from ctrlbatch.replay.image.deltas import group_deltas
+    from ctrlbatch.replay.image.image import EMPTY_IMAGE, apply_delta
 
     result = generate_log(tmp_path, brokers=5, topics=6, partitions=120, records=12_000, seed=44, metadata_version=22,
                           upgrade_to=33, snapshots=2)

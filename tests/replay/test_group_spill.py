@@ -12,8 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.group_spill import GROUPS_PER_CHUNK, read_groups, spill_dir, spill_path, write_groups
-from ctrlbatch.replay.rows import SendGroup
+from ctrlbatch.replay.rows.rows import SendGroup
+from ctrlbatch.replay.spark.group_spill import (
+    GROUPS_PER_CHUNK,
+    read_groups,
+    spill_dir,
+    spill_path,
+    write_groups,
+)
 
 _destinations = st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(-1, 2**62)), min_size=1, max_size=4)
 groups = st.builds(

@@ -9,15 +9,14 @@ from typing import Any
 import pytest
 
 from ctrlbatch.context import MetadataVersion
-from ctrlbatch.replay.image import (
+from ctrlbatch.replay.image.image import (
     EMPTY_IMAGE,
     MetadataImage,
     MetadataReplayError,
     PartitionRegistration,
     apply_delta,
 )
-from ctrlbatch.replay.record_classes import record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.log.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     CONFIG_RECORD,
     FEATURE_LEVEL_RECORD,
@@ -32,6 +31,7 @@ from ctrlbatch.replay.records import (
     UNREGISTER_BROKER_RECORD,
     MetadataRecord,
 )
+from ctrlbatch.replay.schema.record_classes import record_class
 
 T = uuid.UUID(int=1)
 
@@ -221,7 +221,7 @@ def test_a_topic_record_starts_its_topic_empty_even_for_an_id_the_image_has() ->
 def test_a_delta_of_no_records_moves_only_the_provenance() -> None:
     import attrs
 
-    from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, apply_delta
+    from ctrlbatch.replay.image.image import EMPTY_IMAGE, MetadataImage, apply_delta
 
     # The fast path builds the image positionally: it must know every field (add a new one there too).
     assert [f.name for f in attrs.fields(MetadataImage)] == [
@@ -261,10 +261,10 @@ def test_the_delta_marks_the_sub_deltas_its_records_create(records: Any, cluster
 
 def test_every_known_record_type_is_replayed_or_deliberately_ignored() -> None:
     """No type the decoder knows falls through: each has a replay row or is listed as ignored."""
-    from ctrlbatch.replay import image
-    from ctrlbatch.replay.metadata_classes import RECORD_CLASSES
+    from ctrlbatch.replay.image import image
+    from ctrlbatch.replay.schema.metadata_classes import RECORD_CLASSES
 
-    passed_over = image._IGNORED_TYPES | image._TRANSACTION_TYPES
+    passed_over = image.IGNORED_TYPES | image.TRANSACTION_TYPES
     assert set(image._REPLAY) | passed_over == set(RECORD_CLASSES)
     assert not set(image._REPLAY) & passed_over
 
@@ -274,8 +274,8 @@ def test_each_replay_row_takes_the_data_of_its_record_type() -> None:
     type's generated class (what mypy checks through _on, checked here at run time too)."""
     import typing
 
-    from ctrlbatch.replay import image
-    from ctrlbatch.replay.metadata_classes import RECORD_CLASSES
+    from ctrlbatch.replay.image import image
+    from ctrlbatch.replay.schema.metadata_classes import RECORD_CLASSES
 
     for type_id, replay in image._REPLAY.items():
         hints = typing.get_type_hints(replay)

@@ -1,4 +1,4 @@
-"""The partition-level batch built directly (replay/incremental.py) against the batch.
+"""The partition-level batch built directly (replay/propagate/incremental.py) against the batch.
 
 On every delta of the real sample and of generated logs (hypothesis: sizes, seeds, metadata
 levels 3.x and 4.x, snapshots, --ibp for old and new LeaderAndIsr / UpdateMetadata /
@@ -22,13 +22,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctrlbatch.context import MetadataVersion
-from ctrlbatch.replay.channel_context import MigrationControllerChannelContext
-from ctrlbatch.replay.deltas import group_deltas
-from ctrlbatch.replay.engine import snapshot_start
-from ctrlbatch.replay.generator import generate_log
-from ctrlbatch.replay.image import MetadataReplayError, apply_delta
-from ctrlbatch.replay.incremental import incremental_sends
-from ctrlbatch.replay.propagator import (
+from ctrlbatch.replay.engine.skeleton import snapshot_start
+from ctrlbatch.replay.generate.generator import generate_log
+from ctrlbatch.replay.image.deltas import group_deltas
+from ctrlbatch.replay.image.image import MetadataReplayError, apply_delta
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.propagate.channel_context import MigrationControllerChannelContext
+from ctrlbatch.replay.propagate.incremental import incremental_sends
+from ctrlbatch.replay.propagate.propagator import (
     ReplayOptions,
     Send,
     _controller,
@@ -37,7 +38,6 @@ from ctrlbatch.replay.propagator import (
     _Plan,
     _propagate_changes,
 )
-from ctrlbatch.replay.sources import open_history
 from ctrlbatch.requests.apis import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 
 from .test_full_image import GENERATED_LOGS

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.dumplog import read_dump
-from ctrlbatch.replay.errors import ReadStats, ReplayInputError
-from ctrlbatch.replay.json_convert import to_json, uuid_from_json, uuid_to_json
-from ctrlbatch.replay.jsonl import read_jsonl, write_jsonl
-from ctrlbatch.replay.records import CONTROL_TYPE_NAMES, RECORD_TYPE_NAMES, LogBatch
-from ctrlbatch.replay.segments import read_segment, scan_batches
-from ctrlbatch.replay.sources import open_history
+from ctrlbatch.replay.log.dumplog import read_dump
+from ctrlbatch.replay.log.errors import ReadStats, ReplayInputError
+from ctrlbatch.replay.log.jsonl import read_jsonl, write_jsonl
+from ctrlbatch.replay.log.records import CONTROL_TYPE_NAMES, RECORD_TYPE_NAMES, LogBatch
+from ctrlbatch.replay.log.segments import read_segment, scan_batches
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.schema.json_convert import to_json, uuid_from_json, uuid_to_json
 
 SHARED = Path(os.environ.get("CTRLBATCH_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 LOG = SHARED / "samples" / "kraft-single-node" / "__cluster_metadata-0" / "00000000000000000000.log"
@@ -104,7 +104,7 @@ def test_the_sample_through_kafka_dump_log_text_gives_equal_batches(
 
 
 def ReadStats_of(batches: list[LogBatch]) -> ReadStats:  # noqa: N802 - reads like the type it returns
-    from ctrlbatch.replay.segments import count_batch
+    from ctrlbatch.replay.log.segments import count_batch
 
     stats = ReadStats()
     for b in batches:
@@ -357,7 +357,7 @@ def test_an_overlong_line_is_named_and_never_held_whole(
     """A line over MAX_LINE_BYTES (here just above the longest real line; the bad one runs on
     for 10x that) is an error naming its line, read in pieces; with skip_corrupt it is counted
     and the lines after it are read."""
-    import ctrlbatch.replay.jsonl as jsonl
+    import ctrlbatch.replay.log.jsonl as jsonl
 
     limit = max(len(x) + 1 for x in EXCERPT.read_bytes().splitlines())
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", limit)

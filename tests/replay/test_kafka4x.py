@@ -16,19 +16,18 @@ from hypothesis import strategies as st
 
 from ctrlbatch.cli import main
 from ctrlbatch.context import MetadataVersion
-from ctrlbatch.replay.errors import ReadStats, ReplayInputError
-from ctrlbatch.replay.generator import generate_log, record_versions
-from ctrlbatch.replay.image import (
+from ctrlbatch.replay.engine.local import replay_local
+from ctrlbatch.replay.generate.generator import generate_log, record_versions
+from ctrlbatch.replay.generate.writer import encode_batch_raw, encode_records
+from ctrlbatch.replay.image.image import (
     EMPTY_IMAGE,
     MetadataImage,
     MetadataReplayError,
     PartitionRegistration,
     apply_delta,
 )
-from ctrlbatch.replay.local_engine import replay_local
-from ctrlbatch.replay.propagator import ReplayOptions
-from ctrlbatch.replay.record_classes import decode_value, encode_value, record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.log.errors import ReadStats, ReplayInputError
+from ctrlbatch.replay.log.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     CLEAR_ELR_RECORD,
     FEATURE_LEVEL_RECORD,
@@ -40,9 +39,10 @@ from ctrlbatch.replay.records import (
     UNREGISTER_CONTROLLER_RECORD,
     MetadataRecord,
 )
-from ctrlbatch.replay.segments import read_segment
-from ctrlbatch.replay.sources import open_history
-from ctrlbatch.replay.writer import encode_batch_raw, encode_records
+from ctrlbatch.replay.log.segments import read_segment
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.propagate.propagator import ReplayOptions
+from ctrlbatch.replay.schema.record_classes import decode_value, encode_value, record_class
 from ctrlbatch.requests.errors import UnsupportedVersionError
 from ctrlbatch.requests.wire import uvarint
 
@@ -360,7 +360,7 @@ def test_ibp_with_a_4x_name_gets_one_line_saying_why_not(sample_dir: Path, name:
 
 
 def test_spark_replays_a_4x_log_as_the_sequential_engine_does(spark: Any, log_4x: Path, tmp_path: Path) -> None:
-    from ctrlbatch.replay.spark_engine import HistorySource, replay_spark
+    from ctrlbatch.replay.spark.engine import HistorySource, replay_spark
 
     history = open_history(log_4x)
     local = replay_local(history, ReplayOptions())
@@ -395,9 +395,9 @@ def test_a_record_of_a_type_from_after_4_4_stops_the_replay_or_is_counted(tmp_pa
 def elr_log(directory: Path) -> Path:
     """A level-23 log by hand: three brokers, topic t (p0 with an ELR, p1 without), topic u (no
     ELR), then ClearElrRecord("t"), then ClearElrRecord("")."""
-    from ctrlbatch.replay.record_classes import control_class, encode_control
-    from ctrlbatch.replay.records import LEADER_CHANGE
-    from ctrlbatch.replay.writer import encode_batch
+    from ctrlbatch.replay.generate.writer import encode_batch
+    from ctrlbatch.replay.log.records import LEADER_CHANGE
+    from ctrlbatch.replay.schema.record_classes import control_class, encode_control
 
     def value(type_id: int, version: int, **fields: Any) -> bytes:
         cls: Any = record_class(type_id)
@@ -437,7 +437,7 @@ def elr_log(directory: Path) -> Path:
 def test_clear_elr_sends_the_cleared_partition_with_its_new_epoch_and_both_engines_agree(
     spark: Any, tmp_path: Path
 ) -> None:
-    from ctrlbatch.replay.spark_engine import HistorySource, replay_spark
+    from ctrlbatch.replay.spark.engine import HistorySource, replay_spark
 
     log = elr_log(tmp_path / "log")
     local = replay_local(open_history(log), ReplayOptions())

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctrlbatch.cli import main
-from ctrlbatch.replay.generator import generate_log
-from ctrlbatch.replay.local_engine import replay_local
-from ctrlbatch.replay.propagator import ReplayOptions
-from ctrlbatch.replay.segments import scan_batches
-from ctrlbatch.replay.sources import open_history
-from ctrlbatch.replay.summary import KRAFT_DEFINITION, ReplaySummary
+from ctrlbatch.replay.engine.local import replay_local
+from ctrlbatch.replay.generate.generator import generate_log
+from ctrlbatch.replay.log.segments import scan_batches
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.propagate.propagator import ReplayOptions
+from ctrlbatch.replay.rows.summary import KRAFT_DEFINITION, ReplaySummary
 
 
 def test_the_sample_log_bytes_are_its_segment_bytes(sample_dir: Path) -> None:
@@ -102,7 +102,7 @@ def test_printed_summary_summary_json_and_report_png(sample_dir: Path, tmp_path:
 def test_report_without_the_comparison_keeps_its_three_panels(tmp_path: Path) -> None:
     import numpy as np
 
-    from ctrlbatch.replay.report import BrokerTimeline, draw_report
+    from ctrlbatch.replay.output.report import BrokerTimeline, draw_report
 
     timeline = BrokerTimeline((1,), np.array([0, 1000, 2000]), np.array([[1, 2]]), np.array([[10, 20]]))
     draw_report(timeline, tmp_path / "a.png", title="t")

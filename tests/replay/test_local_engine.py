@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from ctrlbatch.context import MetadataVersion
-from ctrlbatch.replay.local_engine import replay_local
-from ctrlbatch.replay.propagator import ReplayOptions
-from ctrlbatch.replay.record_classes import control_class, encode_control, encode_value, record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.engine.local import replay_local
+from ctrlbatch.replay.generate.writer import encode_batch
+from ctrlbatch.replay.log.records import (
     END_TRANSACTION_RECORD,
     FEATURE_LEVEL_RECORD,
     LEADER_CHANGE,
@@ -27,8 +26,9 @@ from ctrlbatch.replay.records import (
     SNAPSHOT_HEADER,
     TOPIC_RECORD,
 )
-from ctrlbatch.replay.sources import open_history
-from ctrlbatch.replay.writer import encode_batch
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.propagate.propagator import ReplayOptions
+from ctrlbatch.replay.schema.record_classes import control_class, encode_control, encode_value, record_class
 from ctrlbatch.requests import decode_request
 
 SAMPLE = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "kraft-single-node"
@@ -189,7 +189,7 @@ def test_summaries_merge_additively_and_round_trip_through_json() -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from ctrlbatch.replay.summary import ReplaySummary
+    from ctrlbatch.replay.rows.summary import ReplaySummary
 
     row = st.fixed_dictionaries({
         "api_key": st.sampled_from([LAIR, SR, UMR]), "broker": st.integers(0, 4),
@@ -234,7 +234,7 @@ def refused_log(directory: Path) -> tuple[Path, int]:
 
 
 def test_a_record_the_replay_refuses_stops_it_naming_the_file_byte_and_offset(tmp_path: Path) -> None:
-    from ctrlbatch.replay.image import MetadataReplayError
+    from ctrlbatch.replay.image.image import MetadataReplayError
 
     segment, position = refused_log(tmp_path / "__cluster_metadata-0")
     result = replay_local(open_history(str(segment.parent)), ReplayOptions())
@@ -247,7 +247,7 @@ def test_a_record_the_replay_refuses_stops_it_naming_the_file_byte_and_offset(tm
 
 
 def test_a_transaction_error_is_named_by_file_and_byte_too(tmp_path: Path) -> None:
-    from ctrlbatch.replay.image import MetadataReplayError
+    from ctrlbatch.replay.image.image import MetadataReplayError
 
     directory = tmp_path / "__cluster_metadata-0"
     directory.mkdir()
@@ -260,7 +260,7 @@ def test_a_transaction_error_is_named_by_file_and_byte_too(tmp_path: Path) -> No
 
 
 def test_a_refused_record_in_json_lines_is_named_by_its_line(tmp_path: Path) -> None:
-    from ctrlbatch.replay.image import MetadataReplayError
+    from ctrlbatch.replay.image.image import MetadataReplayError
 
     path = tmp_path / "records.jsonl"
     path.write_text(
@@ -280,11 +280,11 @@ def test_tallied_groups_count_as_every_row_would(tmp_path: Path, monkeypatch: py
     row, and delivered is each broker's rows."""
     from collections import Counter
 
-    from ctrlbatch.replay import engine
-    from ctrlbatch.replay.engine import EngineRun
-    from ctrlbatch.replay.generator import generate_log
-    from ctrlbatch.replay.rows import expand_rows
-    from ctrlbatch.replay.summary import ReplaySummary
+    from ctrlbatch.replay.engine import skeleton as engine
+    from ctrlbatch.replay.engine.skeleton import EngineRun
+    from ctrlbatch.replay.generate.generator import generate_log
+    from ctrlbatch.replay.rows.rows import expand_rows
+    from ctrlbatch.replay.rows.summary import ReplaySummary
 
     monkeypatch.setattr(engine, "MAX_TALLY", max_tally)
     generate_log(tmp_path / "log", brokers=5, topics=6, partitions=40, records=1_500, seed=3)

@@ -12,8 +12,14 @@ from pathlib import Path
 import attrs
 import pytest
 
-from ctrlbatch.replay import metadata_catalog, record_classes, records
-from ctrlbatch.replay.metadata_specgen import CONTROL_SCHEMAS, PAST_THE_JSON, VERSIONS_PAST_THE_JSON, render
+from ctrlbatch.replay.log import records
+from ctrlbatch.replay.schema import metadata_catalog, record_classes
+from ctrlbatch.replay.schema.metadata_specgen import (
+    CONTROL_SCHEMAS,
+    PAST_THE_JSON,
+    VERSIONS_PAST_THE_JSON,
+    render,
+)
 from ctrlbatch.requests.json_spec import load_json_spec
 from ctrlbatch.requests.spec import FieldSpec, MessageSpec, snake_case
 from ctrlbatch.requests.versions import Versions
@@ -116,8 +122,8 @@ def test_catalog_is_what_the_generator_writes_today() -> None:
         input=src, capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2],
     ).stdout
     assert formatted == catalog.read_text(encoding="utf-8"), (
-        "regenerate: python -m ctrlbatch.replay.metadata_specgen ../shared/kafka/metadata-4x > "
-        "replay/metadata_catalog.py && ruff format replay/metadata_catalog.py"
+        "regenerate: python -m ctrlbatch.replay.schema.metadata_specgen ../shared/kafka/metadata-4x > "
+        "replay/schema/metadata_catalog.py && ruff format replay/schema/metadata_catalog.py"
     )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from ctrlbatch.replay import metadata_catalog, metadata_classes, metadata_classgen
+from ctrlbatch.replay.schema import metadata_catalog, metadata_classes, metadata_classgen
 from ctrlbatch.requests.spec import iter_structs
 
 
@@ -56,7 +56,7 @@ def test_nested_structs_pickle_by_reference_in_a_fresh_process() -> None:
         voters=[metadata_classes.VotersRecord.Voter(voter_id=3, endpoints=[metadata_classes.VotersRecord.Endpoint(port=9093)])]
     )
     blob = pickle.dumps(voters)
-    assert b"VotersRecord.Voter" in blob and b"ctrlbatch.replay.metadata_classes" in blob
+    assert b"VotersRecord.Voter" in blob and b"ctrlbatch.replay.schema.metadata_classes" in blob
     code = "import pickle, sys; v = pickle.loads(sys.stdin.buffer.read()); print(v.voters[0].endpoints[0].port, type(v.voters[0].k_raft_version_feature).__qualname__)"
     out = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, check=True)
     assert out.stdout.decode().split() == ["9093", "VotersRecord.KRaftVersionFeature"]

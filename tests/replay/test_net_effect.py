@@ -1,4 +1,4 @@
-"""Net effects (replay/net_effect.py): composing a range's deltas equals folding them one by one."""
+"""Net effects (replay/image/net_effect.py): composing a range's deltas equals folding them one by one."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.deltas import group_deltas
-from ctrlbatch.replay.generator import generate_log, metadata_dir
-from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, PartitionRegistration, apply_delta
-from ctrlbatch.replay.metadata_classes import PartitionChangeRecord
-from ctrlbatch.replay.net_effect import NO_CHANGE, NetBuilder, NotComposable, compose
-from ctrlbatch.replay.packed_image import pack_image, unpack_image
-from ctrlbatch.replay.records import CLEAR_ELR_RECORD
-from ctrlbatch.replay.sources import open_history
+from ctrlbatch.replay.generate.generator import generate_log, metadata_dir
+from ctrlbatch.replay.image.deltas import group_deltas
+from ctrlbatch.replay.image.image import EMPTY_IMAGE, MetadataImage, PartitionRegistration, apply_delta
+from ctrlbatch.replay.image.net_effect import NO_CHANGE, NetBuilder, NotComposable, compose
+from ctrlbatch.replay.image.packed_image import pack_image, unpack_image
+from ctrlbatch.replay.log.records import CLEAR_ELR_RECORD
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.schema.metadata_classes import PartitionChangeRecord
 
 ids = st.lists(st.integers(-1, 6), max_size=4).map(tuple)
 maybe_ids = st.none() | ids

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctrlbatch.common import CommandError
-from ctrlbatch.replay.output import MARKER, OutputDir, ParquetRows, foreign_reason, write_json
-from ctrlbatch.replay.report import DATE_MAX_MS, DATE_MIN_MS, broker_timeline, draw_report
+from ctrlbatch.replay.output.output import MARKER, OutputDir, ParquetRows, foreign_reason, write_json
+from ctrlbatch.replay.output.report import DATE_MAX_MS, DATE_MIN_MS, broker_timeline, draw_report
 
 SCHEMA = pa.schema([("timestamp", pa.int64()), ("broker", pa.int32()), ("bytes", pa.int64()), ("note", pa.string())])
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -82,7 +82,7 @@ def test_parquet_rows_round_trip(tmp_path_factory: pytest.TempPathFactory, rows:
 
 
 def test_parquet_rows_writes_row_groups_of_bounded_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ctrlbatch.replay.output as output
+    import ctrlbatch.replay.output.output as output
 
     monkeypatch.setattr(output, "ROWS_PER_FILE_GROUP", 10)
     writer = ParquetRows(tmp_path, SCHEMA)

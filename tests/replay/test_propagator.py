@@ -10,11 +10,9 @@ from typing import Any
 import pytest
 
 from ctrlbatch.context import MetadataVersion
-from ctrlbatch.replay.deltas import Delta, group_deltas
-from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
-from ctrlbatch.replay.propagator import ReplayOptions, Send, propagate_delta, propagate_image
-from ctrlbatch.replay.record_classes import record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.image.deltas import Delta, group_deltas
+from ctrlbatch.replay.image.image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
+from ctrlbatch.replay.log.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     CONFIG_RECORD,
     FEATURE_LEVEL_RECORD,
@@ -25,6 +23,8 @@ from ctrlbatch.replay.records import (
     TOPIC_RECORD,
     MetadataRecord,
 )
+from ctrlbatch.replay.propagate.propagator import ReplayOptions, Send, propagate_delta, propagate_image
+from ctrlbatch.replay.schema.record_classes import record_class
 from ctrlbatch.requests import decode_request
 
 LAIR, SR, UMR = 4, 5, 6
@@ -129,7 +129,7 @@ def test_a_config_only_delta_touches_nothing_and_sends_nothing() -> None:
 
 
 def test_an_aborted_transaction_is_an_empty_delta_and_sends_nothing() -> None:
-    from ctrlbatch.replay.records import ABORT_TRANSACTION_RECORD, BEGIN_TRANSACTION_RECORD, LogBatch
+    from ctrlbatch.replay.log.records import ABORT_TRANSACTION_RECORD, BEGIN_TRANSACTION_RECORD, LogBatch
 
     def batch(base: int, records: list[MetadataRecord]) -> LogBatch:
         return LogBatch(base, records[-1].offset, EPOCH, 0, False, tuple(records), (), 0, "t", base)

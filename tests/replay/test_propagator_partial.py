@@ -20,20 +20,9 @@ from hypothesis import strategies as st
 
 from ctrlbatch.batch import ControllerBrokerRequestBatch, UpdateType
 from ctrlbatch.context import ReplicaAssignment, TopicPartition
-from ctrlbatch.replay.channel_context import MigrationControllerChannelContext
-from ctrlbatch.replay.deltas import Delta
-from ctrlbatch.replay.image import EMPTY_IMAGE, MetadataImage, apply_delta
-from ctrlbatch.replay.propagator import (
-    ReplayOptions,
-    Send,
-    _needs_full_image,
-    _partial_image,
-    _touched_topics,
-    propagate_delta,
-    propagate_image,
-)
-from ctrlbatch.replay.record_classes import record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.image.deltas import Delta
+from ctrlbatch.replay.image.image import EMPTY_IMAGE, MetadataImage, apply_delta
+from ctrlbatch.replay.log.records import (
     BROKER_REGISTRATION_CHANGE_RECORD,
     FEATURE_LEVEL_RECORD,
     PARTITION_CHANGE_RECORD,
@@ -44,6 +33,17 @@ from ctrlbatch.replay.records import (
     UNREGISTER_BROKER_RECORD,
     MetadataRecord,
 )
+from ctrlbatch.replay.propagate.channel_context import MigrationControllerChannelContext
+from ctrlbatch.replay.propagate.propagator import (
+    ReplayOptions,
+    Send,
+    _needs_full_image,
+    _partial_image,
+    _touched_topics,
+    propagate_delta,
+    propagate_image,
+)
+from ctrlbatch.replay.schema.record_classes import record_class
 from ctrlbatch.requests import decode_request
 
 BROKERS = [1, 2, 3, 4]

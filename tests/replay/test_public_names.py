@@ -42,7 +42,7 @@ def test_private_propagator_helpers_are_not_exported() -> None:
 SNIPPET = """
 import ctrlbatch.replay as replay
 from ctrlbatch.replay import EMPTY_IMAGE, MetadataRecord, ReplayOptions, open_history
-from ctrlbatch.replay.metadata_classes import RegisterBrokerRecord, TopicRecord
+from ctrlbatch.replay.schema.metadata_classes import RegisterBrokerRecord, TopicRecord
 
 {reveal_all}
 reveal_type(open_history("x"))
@@ -79,14 +79,14 @@ def test_mypy_sees_the_real_types_of_a_users_imports(tmp_path: Path) -> None:
     assert len(revealed) == len(names) + 5, out.stdout + out.stderr
     by_name = dict(zip(names, revealed[: len(names)], strict=True))
     assert [n for n, t in by_name.items() if t == "Any"] == list(UNTYPED)
-    assert by_name["ReplayOptions"].endswith("-> ctrlbatch.replay.propagator.ReplayOptions")
-    assert by_name["open_history"].endswith("-> ctrlbatch.replay.sources.History")
+    assert by_name["ReplayOptions"].endswith("-> ctrlbatch.replay.propagate.propagator.ReplayOptions")
+    assert by_name["open_history"].endswith("-> ctrlbatch.replay.log.sources.History")
     assert revealed[len(names):] == [
-        "ctrlbatch.replay.sources.History",
-        "typing.Mapping[int, ctrlbatch.replay.image.BrokerRegistration]",
+        "ctrlbatch.replay.log.sources.History",
+        "typing.Mapping[int, ctrlbatch.replay.image.image.BrokerRegistration]",
         "ctrlbatch.requests.model.Message",
         "uuid.UUID",
-        "tuple[ctrlbatch.replay.metadata_classes.RegisterBrokerRecord.BrokerEndpoint, ...]",
+        "tuple[ctrlbatch.replay.schema.metadata_classes.RegisterBrokerRecord.BrokerEndpoint, ...]",
     ]
     errors = [line for line in out.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and 'Argument "targets" to "ReplayOptions"' in errors[0], out.stdout

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.errors import ReadStats, ReplayInputError
-from ctrlbatch.replay.generator import generate_log
-from ctrlbatch.replay.reading import EpochCheck, ReadFrom
-from ctrlbatch.replay.record_classes import control_class, encode_control, encode_value, record_class
-from ctrlbatch.replay.records import LEADER_CHANGE, TOPIC_RECORD, LogBatch
-from ctrlbatch.replay.segments import read_segment, scan_batches
-from ctrlbatch.replay.sources import open_history
-from ctrlbatch.replay.writer import encode_batch
+from ctrlbatch.replay.generate.generator import generate_log
+from ctrlbatch.replay.generate.writer import encode_batch
+from ctrlbatch.replay.log.errors import ReadStats, ReplayInputError
+from ctrlbatch.replay.log.reading import EpochCheck, ReadFrom
+from ctrlbatch.replay.log.records import LEADER_CHANGE, TOPIC_RECORD, LogBatch
+from ctrlbatch.replay.log.segments import read_segment, scan_batches
+from ctrlbatch.replay.log.sources import open_history
+from ctrlbatch.replay.schema.record_classes import control_class, encode_control, encode_value, record_class
 
 SAMPLE = Path(__file__).resolve().parents[2].parent / "shared" / "samples" / "kraft-single-node"
 _EPOCH_AT = 12  # partitionLeaderEpoch: bytes 12-15 of a batch, outside the CRC-32C
@@ -153,7 +153,7 @@ def test_a_read_resumed_after_any_batch_goes_on_as_the_whole_read(
 
 
 def _batch(epoch: int, leader_change: bool, n: int) -> LogBatch:
-    from ctrlbatch.replay.records import ControlRecord
+    from ctrlbatch.replay.log.records import ControlRecord
 
     controls = (ControlRecord(n, LEADER_CHANGE, None),) if leader_change else ()
     return LogBatch(n, n, epoch, 0, leader_change, (), controls, 0 if leader_change else 1, "f", n)
@@ -192,7 +192,7 @@ DUMP_EXCERPT = Path(__file__).resolve().parent / "data" / "dump-excerpt.txt"  # 
 def test_a_dropped_dump_batch_reports_the_lines_it_drops(
     tmp_path: Path, old: str, new: str, position: int, span: tuple[int, int]
 ) -> None:
-    from ctrlbatch.replay.dumplog import read_dump
+    from ctrlbatch.replay.log.dumplog import read_dump
 
     text = DUMP_EXCERPT.read_text()
     assert text.count(old) == 1 and len(text.splitlines()) == 18
@@ -208,7 +208,7 @@ def test_a_dropped_dump_batch_reports_the_lines_it_drops(
 
 
 def _replayed(data: Path, skip_corrupt: bool) -> tuple[int, dict[str, Any], ReadStats]:
-    from ctrlbatch.replay.job import ReplayJob, _summary_dict, execute
+    from ctrlbatch.replay.run.job import ReplayJob, _summary_dict, execute
 
     outcome = execute(ReplayJob(str(data), engine="local", skip_corrupt=skip_corrupt, progress=False), None)
     summary = _summary_dict(outcome.summary)
@@ -237,7 +237,7 @@ def test_a_repeated_batch_is_skipped_not_applied_again(tmp_path: Path, later: in
 
 
 def test_skipped_pieces_are_counted_but_only_the_first_are_kept() -> None:
-    from ctrlbatch.replay.errors import CORRUPT_KEPT
+    from ctrlbatch.replay.log.errors import CORRUPT_KEPT
 
     stats = ReadStats()
     for i in range(CORRUPT_KEPT * 30):

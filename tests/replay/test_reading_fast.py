@@ -17,19 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay import segments
-from ctrlbatch.replay.deltas import Delta, _Loader, _make_delta, _merge, group_deltas
-from ctrlbatch.replay.errors import ReplayInputError
-from ctrlbatch.replay.image import MetadataReplayError
-from ctrlbatch.replay.metadata_classes import RECORD_CLASSES, LeaderChangeMessage
-from ctrlbatch.replay.record_classes import (
-    control_class,
-    decode_value,
-    encode_value,
-    fast_decoder,
-    record_class,
-)
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.generate.writer import encode_batch
+from ctrlbatch.replay.image.deltas import Delta, _Loader, _make_delta, _merge, group_deltas
+from ctrlbatch.replay.image.image import MetadataReplayError
+from ctrlbatch.replay.log import segments
+from ctrlbatch.replay.log.errors import ReplayInputError
+from ctrlbatch.replay.log.records import (
     ABORT_TRANSACTION_RECORD,
     BEGIN_TRANSACTION_RECORD,
     CONFIG_RECORD,
@@ -43,8 +36,15 @@ from ctrlbatch.replay.records import (
     make_control,
     make_record,
 )
-from ctrlbatch.replay.segments import decode_batch
-from ctrlbatch.replay.writer import encode_batch
+from ctrlbatch.replay.log.segments import decode_batch
+from ctrlbatch.replay.schema.metadata_classes import RECORD_CLASSES, LeaderChangeMessage
+from ctrlbatch.replay.schema.record_classes import (
+    control_class,
+    decode_value,
+    encode_value,
+    fast_decoder,
+    record_class,
+)
 from ctrlbatch.testing.messages import all_versions, messages
 
 VERSIONS = all_versions(list(RECORD_CLASSES.values()))
@@ -92,7 +92,7 @@ def test_fast_decoder_knows_only_the_catalog() -> None:
 
 
 def test_the_fast_uuid_is_the_uuid_of_its_bytes() -> None:
-    from ctrlbatch.replay.record_classes import _uuid_of
+    from ctrlbatch.replay.schema.record_classes import _uuid_of
 
     for u in (uuid.uuid4(), uuid.UUID(int=1), uuid.UUID(int=(1 << 128) - 1)):
         made = _uuid_of(u.bytes)
@@ -260,7 +260,7 @@ def test_group_deltas_fast_path_publishes_what_the_loader_publishes(batches: lis
 
 
 def test_the_uuid_cache_shares_equal_ids_and_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ctrlbatch.replay import record_classes
+    from ctrlbatch.replay.schema import record_classes
 
     monkeypatch.setattr(record_classes, "UUID_CACHE", 4)
     monkeypatch.setattr(record_classes, "_UUIDS", {})

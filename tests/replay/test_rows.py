@@ -10,11 +10,9 @@ import pyarrow as pa
 import pytest
 
 from ctrlbatch.context import MetadataVersion
-from ctrlbatch.replay.deltas import Delta
-from ctrlbatch.replay.image import EMPTY_IMAGE, apply_delta
-from ctrlbatch.replay.propagator import ReplayOptions, Send, propagate_delta
-from ctrlbatch.replay.record_classes import record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.image.deltas import Delta
+from ctrlbatch.replay.image.image import EMPTY_IMAGE, apply_delta
+from ctrlbatch.replay.log.records import (
     FEATURE_LEVEL_RECORD,
     PARTITION_CHANGE_RECORD,
     PARTITION_RECORD,
@@ -22,7 +20,9 @@ from ctrlbatch.replay.records import (
     TOPIC_RECORD,
     MetadataRecord,
 )
-from ctrlbatch.replay.rows import REQUEST_SCHEMA, partition_count, request_row
+from ctrlbatch.replay.propagate.propagator import ReplayOptions, Send, propagate_delta
+from ctrlbatch.replay.rows.rows import REQUEST_SCHEMA, partition_count, request_row
+from ctrlbatch.replay.schema.record_classes import record_class
 from ctrlbatch.requests import decode_request
 
 T = uuid.UUID(int=7)
@@ -99,7 +99,7 @@ def test_a_dropped_request_has_no_row() -> None:
 def test_the_shared_encoder_gives_each_send_its_own_frame_in_groups() -> None:
     """Both engines' rows come from send groups through one frame encoder: every broker's frame
     is exactly its OutboundRequest's, numbered per broker, and rows keep the schema's order."""
-    from ctrlbatch.replay.rows import expand_columns, expand_rows, send_groups
+    from ctrlbatch.replay.rows.rows import expand_columns, expand_rows, send_groups
 
     delta, sends = sends_and_delta()
     groups = list(send_groups(delta, sends))

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay import rows as rows_module
-from ctrlbatch.replay.rows import REQUEST_SCHEMA, SendGroup, expand_columns, expand_rows
+from ctrlbatch.replay.rows import rows as rows_module
+from ctrlbatch.replay.rows.rows import REQUEST_SCHEMA, SendGroup, expand_columns, expand_rows
 
 
 @st.composite

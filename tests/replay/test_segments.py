@@ -13,17 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.errors import ReadStats, ReplayInputError
-from ctrlbatch.replay.record_classes import encode_control, encode_value, record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.generate.writer import encode_batch, encode_batch_raw
+from ctrlbatch.replay.log.errors import ReadStats, ReplayInputError
+from ctrlbatch.replay.log.records import (
     LEADER_CHANGE,
     NOOP_VALUE,
     PARTITION_CHANGE_RECORD,
     TOPIC_RECORD,
     LogBatch,
 )
-from ctrlbatch.replay.segments import BatchPointer, decode_batch, read_segment, scan_batches
-from ctrlbatch.replay.writer import encode_batch, encode_batch_raw
+from ctrlbatch.replay.log.segments import BatchPointer, decode_batch, read_segment, scan_batches
+from ctrlbatch.replay.schema.record_classes import encode_control, encode_value, record_class
 
 SHARED = Path(os.environ.get("CTRLBATCH_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 SAMPLE = SHARED / "samples" / "kraft-single-node"
@@ -299,8 +299,8 @@ def test_a_record_claiming_headers_it_does_not_hold_is_refused(headers: int, ext
 
 def test_skipping_corrupt_input_needs_counters_the_caller_reads(tmp_path: Path) -> None:
     """With skip_corrupt and no ReadStats the skipped batch would be counted nowhere: refused."""
-    from ctrlbatch.replay.dumplog import read_dump
-    from ctrlbatch.replay.jsonl import read_jsonl
+    from ctrlbatch.replay.log.dumplog import read_dump
+    from ctrlbatch.replay.log.jsonl import read_jsonl
 
     path = _log(tmp_path, encode_batch(0, 1, 1000, [_topic_value()]))
     for read in (read_segment, read_jsonl, read_dump):

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from ctrlbatch.cli import main
-from ctrlbatch.replay import records as rec
-from ctrlbatch.replay.generator import generate_log
-from ctrlbatch.replay.record_classes import control_class, encode_control
-from ctrlbatch.replay.segments import read_segment, scan_batches
-from ctrlbatch.replay.sources import open_history, snapshot_leader
-from ctrlbatch.replay.writer import encode_batch_raw, encode_records
+from ctrlbatch.replay.generate.generator import generate_log
+from ctrlbatch.replay.generate.writer import encode_batch_raw, encode_records
+from ctrlbatch.replay.log import records as rec
+from ctrlbatch.replay.log.segments import read_segment, scan_batches
+from ctrlbatch.replay.log.sources import open_history, snapshot_leader
+from ctrlbatch.replay.schema.record_classes import control_class, encode_control
 
 METADATA = "__cluster_metadata-0"
 

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from ctrlbatch.replay.errors import ReplayInputError
-from ctrlbatch.replay.record_classes import control_class, encode_control, encode_value, record_class
-from ctrlbatch.replay.records import (
+from ctrlbatch.replay.generate.writer import encode_batch
+from ctrlbatch.replay.log.errors import ReplayInputError
+from ctrlbatch.replay.log.records import (
     FEATURE_LEVEL_RECORD,
     NOOP_VALUE,
     SNAPSHOT_FOOTER,
     SNAPSHOT_HEADER,
     TOPIC_RECORD,
 )
-from ctrlbatch.replay.sources import Snapshot, detect_kind, open_history
-from ctrlbatch.replay.writer import encode_batch
+from ctrlbatch.replay.log.sources import Snapshot, detect_kind, open_history
+from ctrlbatch.replay.schema.record_classes import control_class, encode_control, encode_value, record_class
 
 SHARED = Path(os.environ.get("CTRLBATCH_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 SAMPLE = SHARED / "samples" / "kraft-single-node"
@@ -148,8 +148,8 @@ def test_a_missing_segment_is_named(tmp_path: Path) -> None:
 
 
 def test_trim_batch_keeps_the_offsets_at_or_after_the_start() -> None:
-    from ctrlbatch.replay.segments import decode_batch
-    from ctrlbatch.replay.sources import trim_batch
+    from ctrlbatch.replay.log.segments import decode_batch
+    from ctrlbatch.replay.log.sources import trim_batch
 
     b = decode_batch(encode_batch(10, 1, 5, [NOOP_VALUE, _topic("a"), NOOP_VALUE, _topic("b")]), source="s", position=0)
     assert trim_batch(b, 14) is None and trim_batch(b, 10) is b

@@ -1,5 +1,5 @@
 """A wrong or unreachable ``--master`` is one line within seconds, before any JVM starts
-(replay/spark_master.py). Loopback only: an unused port stands for a master that is down."""
+(replay/spark/master.py). Loopback only: an unused port stands for a master that is down."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.spark_master import MASTER_CONNECT_TIMEOUT_S, MasterError, check_master
+from ctrlbatch.replay.spark.master import MASTER_CONNECT_TIMEOUT_S, MasterError, check_master
 
 
 def _unused_port() -> int:

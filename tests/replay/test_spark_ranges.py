@@ -1,4 +1,4 @@
-"""The parallel plan (replay/spark_ranges.py) without Spark: its units start exactly where the
+"""The parallel plan (replay/spark/ranges.py) without Spark: its units start exactly where the
 sequential reader and fold are at their cuts, or the plan says why it is serial."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.deltas import group_deltas
-from ctrlbatch.replay.generator import generate_log, metadata_dir
-from ctrlbatch.replay.image import EMPTY_IMAGE, apply_delta
-from ctrlbatch.replay.segments import scan_batches
-from ctrlbatch.replay.spark_plan import HistorySource, Unit, is_leader_change
-from ctrlbatch.replay.spark_ranges import batch_cuts, combine, range_report, serial_reason
+from ctrlbatch.replay.generate.generator import generate_log, metadata_dir
+from ctrlbatch.replay.image.deltas import group_deltas
+from ctrlbatch.replay.image.image import EMPTY_IMAGE, apply_delta
+from ctrlbatch.replay.log.segments import scan_batches
+from ctrlbatch.replay.spark.plan import HistorySource, Unit, is_leader_change
+from ctrlbatch.replay.spark.ranges import batch_cuts, combine, range_report, serial_reason
 
 from .test_net_effect import _ordered
 

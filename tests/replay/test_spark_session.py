@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ctrlbatch.replay.spark_session import spark_session
+from ctrlbatch.replay.spark.session import spark_session
 
 
 def test_session_settings(spark: Any) -> None:
@@ -43,7 +43,7 @@ def _log4j_path_of_a_process() -> tuple[Path, str]:
     import sys
 
     code = (
-        "from ctrlbatch.replay.spark_session import quiet_log4j_file as q\n"
+        "from ctrlbatch.replay.spark.session import quiet_log4j_file as q\n"
         "p = q(); import os, stat\n"
         "assert q() == p\n"
         "print(p); print(oct(stat.S_IMODE(os.stat(p.parent).st_mode)), p.read_text().count('rootLogger.level = error'))"
@@ -83,7 +83,7 @@ def test_py4j_tracebacks_on_the_root_logger_are_dropped_and_nothing_else(tmp_pat
     script = tmp_path / "log.py"
     script.write_text(
         "import logging, sys\n"
-        "from ctrlbatch.replay.spark_session import _drop_py4j_tracebacks\n"
+        "from ctrlbatch.replay.spark.session import _drop_py4j_tracebacks\n"
         "_drop_py4j_tracebacks(); _drop_py4j_tracebacks()  # idempotent\n"
         "assert len(logging.getLogger().filters) == 1\n"
         "fake = compile('import logging\\nlogging.exception(\"Exception while sending command.\")',\n"

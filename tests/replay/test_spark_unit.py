@@ -14,16 +14,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from ctrlbatch.common import CommandError
-from ctrlbatch.replay.errors import ReplayInputError
-from ctrlbatch.replay.generator import generate_log
-from ctrlbatch.replay.group_spill import read_groups, spill_path
-from ctrlbatch.replay.image import MetadataReplayError
-from ctrlbatch.replay.local_engine import replay_local
-from ctrlbatch.replay.propagator import ReplayOptions
-from ctrlbatch.replay.rows import expand_rows
-from ctrlbatch.replay.spark_engine import first_seqs
-from ctrlbatch.replay.spark_plan import HistorySource, plan_units
-from ctrlbatch.replay.spark_unit import UnitEnd, first_error, run_unit, write_unit
+from ctrlbatch.replay.engine.local import replay_local
+from ctrlbatch.replay.generate.generator import generate_log
+from ctrlbatch.replay.image.image import MetadataReplayError
+from ctrlbatch.replay.log.errors import ReplayInputError
+from ctrlbatch.replay.propagate.propagator import ReplayOptions
+from ctrlbatch.replay.rows.rows import expand_rows
+from ctrlbatch.replay.spark.engine import first_seqs
+from ctrlbatch.replay.spark.group_spill import read_groups, spill_path
+from ctrlbatch.replay.spark.plan import HistorySource, plan_units
+from ctrlbatch.replay.spark.unit import UnitEnd, first_error, run_unit, write_unit
 
 
 def _units_run(source: HistorySource, unit_bytes: int, spill: str | None = None, coalesce: int = 1) -> list[UnitEnd]:

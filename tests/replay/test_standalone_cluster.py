@@ -26,7 +26,7 @@ import attrs
 import pyarrow.parquet as pq
 import pytest
 
-from ctrlbatch.replay.spark_session import quiet_log4j_file
+from ctrlbatch.replay.spark.session import quiet_log4j_file
 
 START_TIMEOUT = 90.0
 

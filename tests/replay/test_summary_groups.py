@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.summary import ReplaySummary
+from ctrlbatch.replay.rows.summary import ReplaySummary
 
 _groups = st.lists(
     st.tuples(

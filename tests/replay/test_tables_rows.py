@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctrlbatch.replay import open_history
-from ctrlbatch.replay.engine import DeltaStarts
-from ctrlbatch.replay.jsonl import write_jsonl
-from ctrlbatch.replay.records import LogBatch
+from ctrlbatch.replay.engine.skeleton import DeltaStarts
+from ctrlbatch.replay.log.jsonl import write_jsonl
+from ctrlbatch.replay.log.records import LogBatch
 from ctrlbatch.replay.tables.options import OPTIONS, parse_options
 from ctrlbatch.replay.tables.plan import cuts, plan_parts, read_part
 from ctrlbatch.replay.tables.record_rows import record_batches
@@ -233,8 +233,8 @@ def test_delta_starts_are_after_the_delta_before_and_at_data(batches: list[tuple
 
 
 def test_the_compiled_json_is_to_jsons_text_for_every_record(sample_dir: Path, logs: dict[str, Path]) -> None:
-    from ctrlbatch.replay.json_convert import to_json
-    from ctrlbatch.replay.record_classes import CONTROL_VERSION
+    from ctrlbatch.replay.schema.json_convert import to_json
+    from ctrlbatch.replay.schema.record_classes import CONTROL_VERSION
     from ctrlbatch.replay.tables.json_fast import to_json_text
 
     dumps = json.JSONEncoder(separators=(",", ":")).encode
@@ -255,8 +255,8 @@ def test_the_compiled_json_is_to_jsons_text_for_every_record(sample_dir: Path, l
 @given(st.data())
 def test_the_compiled_json_is_to_jsons_text_for_any_record(data: Any) -> None:
     """Every record class at every version, any field values (tagged ones set or default)."""
-    from ctrlbatch.replay.json_convert import to_json
-    from ctrlbatch.replay.metadata_classes import RECORD_CLASSES
+    from ctrlbatch.replay.schema.json_convert import to_json
+    from ctrlbatch.replay.schema.metadata_classes import RECORD_CLASSES
     from ctrlbatch.replay.tables.json_fast import to_json_text
     from ctrlbatch.testing.messages import all_versions, messages
 

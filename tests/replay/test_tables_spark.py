@@ -82,7 +82,7 @@ def test_a_corrupt_input_fails_with_the_readers_line(md: Any, logs: dict[str, Pa
         md.read.format("kraft_metadata").load(str(logs["corrupt"])).collect()
     lines = str(failed.value).splitlines()
     assert lines[:2] == ["An exception was thrown from the Python worker:",
-                         f"ctrlbatch.replay.errors.ReplayInputError: {expected.value}"]
+                         f"ctrlbatch.replay.log.errors.ReplayInputError: {expected.value}"]
     assert "File " not in str(failed.value)  # no traceback: the reader's line right under Spark's heading
 
 
@@ -190,7 +190,7 @@ def test_a_stream_restarted_after_its_segments_were_deleted_stops(md: Any, tmp_p
 
 def test_the_requests_dataframe_is_the_parquet_output(md: Any, sample_dir: Path, logs: dict[str, Path],
                                                       tmp_path: Path) -> None:
-    from ctrlbatch.replay.job import ReplayJob, execute
+    from ctrlbatch.replay.run.job import ReplayJob, execute
 
     for name, path, snapshot in (("sample", sample_dir, None), ("3x", logs["3x"], "newest"), ("4x", logs["4x"], None)):
         out = tmp_path / name

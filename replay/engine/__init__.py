@@ -1,0 +1,1 @@
+"""The replay's skeleton (deltas to rows) and the one-process engine."""

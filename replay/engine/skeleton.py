@@ -1,0 +1,335 @@
+"""The engine skeleton both engines run: from a history's batches to send groups and a summary.
+
+Rules of this module:
+- An ``EngineRun`` replays a stretch of a history: with ``from_snapshot``, first the snapshot
+  (its image, folded over the empty image, takes the image path; its pseudo-delta is the
+  snapshot's last contained offset, end offset - 1, with the header's lastContainedLogTimestamp),
+  then the deltas of the batches it is given (``group_deltas``), each through the batch engine
+  (``propagate_delta``). The sequential engine runs one over the whole history, a Spark unit one
+  over its byte range, starting from the image the plan carried to it.
+- Its output is the delivered sends as ``rows.SendGroup`` values, in send order; the summary
+  counts every batch read (records by type), dropped sends per API, every delivered request per
+  API and broker, and each delta; ``delivered`` counts the requests per broker (a Spark unit's
+  share of the per-broker ``seq``). Delivered groups are tallied per (API, broker set) (the
+  UpdateMetadata fan-out goes to the same live brokers delta after delta) and settled into the
+  summary and ``delivered`` when ``groups`` ends (or is closed) and whenever MAX_TALLY keys are
+  held, so counting costs a few operations per group, not per broker, and its memory is bounded.
+  Read them once the groups are exhausted (tests/replay/test_local_engine.py checks them against
+  count_row on every row).
+- A delta without records (NoOps only: half the deltas of a real log, 5M of a 10M-record
+  generated one) only moves the image's offset and epoch (apply_delta's own shortcut) and is
+  counted as a delta without requests, without the call to propagate_delta, whose changes
+  would touch nothing and send nothing: 1.7 us a delta through the general path, 1.2 us here
+  (the engine over the 1M-record generated log's 499,957 NoOp batches: 0.86 s, 0.59 s).
+- A record the replay refuses (MetadataReplayError) is named by the file and byte offset (or
+  line) of its batch, like an input error (errors.BatchTrail), or by the input as a whole when
+  its batch has left the trail's window. ``locate`` does it, for the planner too.
+- While ``groups`` runs (and is suspended between its groups) the cyclic garbage collector runs
+  rarely (``rare_collections``), in both engines (the sequential process, each Spark unit).
+  Why: the image (every partition's registration, hundreds of thousands of objects) lives across
+  deltas, and each delta allocates enough for hundreds of young collections; every full
+  collection walks the whole image and finds nothing, since the replay's data is acyclic (frozen
+  values and dicts); reference counting frees it. Measured on the 200k-record generated log
+  (2 cores shared, load 4-5): 6.9 s of 26.8 s CPU in the collector with Python's defaults
+  (7,400 / 672 / 51 collections per generation), 0.9 s of 19.9 s with ``GC_THRESHOLDS``. What
+  little cyclic garbage there is (exceptions, generators) waits longer; peak RSS is unchanged.
+  A Spark Python worker runs nothing but this job's tasks, one after another, and every Spark
+  task's function runs through ``spark_task``, which sets two things for the worker:
+  the thresholds stay rare for its life (restoring Python's defaults at the end of each unit
+  made the next allocation run a full collection over the unit's image, still alive: about
+  600,000 tracked objects, 0.4 s measured for a 1M-record unit, 64 units at 10M records); and
+  the task ends with every live object frozen (``gc.freeze``): PySpark's daemon runs a full
+  collection (``gc.collect()``, pyspark/daemon.py) after every task of a reused worker, which
+  walked the worker's whole heap, the memos that outlive tasks by design (full_image's pieces,
+  the leadership cache) and what the task left: 0.35 s after each task, 98 s of the workers'
+  CPU in a py-spy profile of a 10M-record run (then 64 units: 192 tasks). Frozen, there is nothing
+  for it to walk. The next task starts by unfreezing them into the oldest generation, so a
+  cycle a task left is not kept forever: the next full collection (rare) finds it. Reference
+  counting frees frozen objects as any other (the replay's data is acyclic, above).
+- Large buffers go to mmap, not the heap, while groups run (``fixed_mmap_threshold``: glibc's
+  mmap threshold fixed at its initial 128 KiB, for the rest of the process; where the C library
+  is not glibc nothing changes). Why: glibc raises the threshold to the size of every mmapped
+  block freed (up to 32 MiB), so after the first full-image body (megabytes) is freed, every
+  later one is carved from the heap, whose free space then fragments and grows with the log:
+  on the 1M-record generated log the heap grew to 84 MiB (35 MiB of it free) and the peak RSS
+  with it; with the threshold fixed it stays at 32 MiB (4 MiB free). The bytes are the same.
+  ``release_free_memory`` (a collection, malloc_trim, pyarrow's pool) is for the caller after a
+  run, so that what comes next (report.png) does not stack on the replay's freed memory.
+- No I/O of its own and no engine-specific state: what differs between engines (where batches
+  come from, what is done with the groups) stays with them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import gc
+import sys
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
+from typing import Any, TypeVar
+
+from ..image.deltas import Delta, group_deltas
+from ..image.image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
+from ..log.errors import BatchTrail
+from ..log.reading import TEXT_KINDS
+from ..log.records import SNAPSHOT_HEADER, LogBatch
+from ..propagate.propagator import ReplayOptions, Send, propagate_delta, propagate_image
+from ..rows.rows import SendGroup, send_groups
+from ..rows.summary import ReplaySummary
+
+__all__ = [
+    "DeltaStarts", "EngineRun", "fixed_mmap_threshold", "rare_collections", "release_free_memory", "snapshot_image",
+    "snapshot_start", "spark_task",
+]
+
+T = TypeVar("T")
+GC_THRESHOLDS = (50_000, 20, 100)  # gc.set_threshold while groups run (see the rules)
+MAX_TALLY = 4_096  # distinct (api, broker set) keys tallied before they are settled into the summary
+
+
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
+MMAP_THRESHOLD = 128 << 10  # glibc's initial threshold, kept fixed (see the rules)
+
+
+@functools.cache
+def _libc() -> Any | None:
+    """The C library when it is glibc-like (mallopt and malloc_trim), else None."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def fixed_mmap_threshold() -> bool:
+    """Keep glibc's mmap threshold at MMAP_THRESHOLD for the rest of the process (see the rules);
+    False where the C library has no mallopt or refuses it."""
+    libc = _libc()
+    return libc is not None and libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+
+
+def release_free_memory() -> None:
+    """Collect cycles and hand the C heap's free pages (and pyarrow's pool's, if loaded) back to
+    the system: what the replay freed no longer counts in the RSS of what follows it."""
+    gc.collect()
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        pa.default_memory_pool().release_unused()
+
+
+def spark_task(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` as a Spark task's body, with a Spark worker's collector settings (see the
+    rules): rare thresholds from now on, what the last task froze back in the oldest
+    generation, everything alive frozen when it returns (or raises)."""
+    if gc.get_threshold()[0] < GC_THRESHOLDS[0]:
+        gc.set_threshold(*GC_THRESHOLDS)
+    gc.unfreeze()
+    try:
+        return fn(*args)
+    finally:
+        gc.freeze()
+
+
+@contextlib.contextmanager
+def rare_collections() -> Iterator[None]:
+    """GC_THRESHOLDS for the block, unless the process already collects this rarely; the old
+    thresholds come back after it, unless somebody changed them meanwhile (theirs stay)."""
+    old = gc.get_threshold()
+    if old[0] >= GC_THRESHOLDS[0]:
+        yield
+        return
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        if gc.get_threshold() == GC_THRESHOLDS:
+            gc.set_threshold(*old)
+
+
+def snapshot_image(batches: Iterable[Any], *, end_offset: int, epoch: int) -> tuple[MetadataImage, int, list[Any]]:
+    """The image a snapshot's batches hold, its lastContainedLogTimestamp (0 if absent), and the batches."""
+    kept = list(batches)
+    timestamp = 0
+    records = []
+    for b in kept:
+        if b.control:
+            for c in b.control_records:
+                if c.type == SNAPSHOT_HEADER:
+                    timestamp = int(getattr(c.data, "last_contained_log_timestamp", 0))
+        else:
+            records.extend(b.records)
+    image, _ = apply_delta(EMPTY_IMAGE, records, offset=end_offset - 1, epoch=epoch)
+    return image, timestamp, kept
+
+
+def snapshot_start(history: Any, batches: Iterable[LogBatch] | None = None) -> tuple[MetadataImage, Delta | None]:
+    """The image a history's snapshot holds and its pseudo-delta, or the empty image and None
+    without a snapshot. batches: the snapshot's batches (default: history.snapshot_batches())."""
+    snapshot = history.snapshot
+    if snapshot is None:
+        return EMPTY_IMAGE, None
+    read = history.snapshot_batches() if batches is None else batches
+    image, timestamp, _ = snapshot_image(read, end_offset=snapshot.end_offset, epoch=snapshot.epoch)
+    return image, Delta(image.offset, timestamp, image.epoch, (), None, 0)
+
+
+class DeltaStarts:
+    """Each delta's first offset (rows.py's ``delta_first_offset``): just after the delta before
+    it, or the base offset of its first data batch when that is later (control batches between
+    deltas belong to none). A Spark unit starts right after a delta, so its first delta's data
+    batch decides, as in the sequential run. ``watch`` passes the batches on, noting data
+    batches; ``first(delta)`` is called once per delta, in order."""
+
+    __slots__ = ("_pending", "last")
+
+    def __init__(self, last: int = -1) -> None:
+        self._pending: deque[tuple[int, int]] = deque()
+        self.last = last
+
+    def watch(self, batches: Iterable[LogBatch]) -> Iterator[LogBatch]:
+        pending = self._pending
+        for b in batches:
+            if not b.control:
+                pending.append((b.base_offset, b.last_offset))
+            yield b
+
+    def first(self, last_offset: int) -> int:
+        pending, done = self._pending, self.last
+        while pending and pending[0][1] <= done:
+            pending.popleft()
+        first = done + 1
+        if pending and pending[0][0] > first:
+            first = pending[0][0]
+        self.last = last_offset
+        return first
+
+
+def trail_for(history: Any) -> BatchTrail:
+    """The trail of a history's batches: byte offsets, or lines for text inputs."""
+    return BatchTrail("line" if getattr(history, "kind", "log") in TEXT_KINDS else "byte")
+
+
+def locate(e: MetadataReplayError, trail: BatchTrail, history: Any) -> MetadataReplayError:
+    """The refused record's error, naming its batch (or the input as a whole)."""
+    return e.with_source(trail.where(e.offset) or str(history.source))
+
+
+class EngineRun:
+    """One replay pass over batches of ``history`` (see the module rules). ``on_batch`` is called
+    once per batch read (the sequential engine's progress)."""
+
+    def __init__(
+        self, history: Any, options: ReplayOptions, coalesce: int = 1, on_batch: Callable[[], None] | None = None
+    ) -> None:
+        if not isinstance(options, ReplayOptions):
+            raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
+        if not isinstance(coalesce, int) or isinstance(coalesce, bool) or coalesce < 1:
+            raise ValueError(f"coalesce: expected an integer >= 1, got {coalesce!r}")
+        self.history = history
+        self.options = options
+        self.coalesce = coalesce
+        self.summary = ReplaySummary()
+        self.trail = trail_for(history)
+        self.delivered: Counter[int] = Counter()
+        self.image: MetadataImage = EMPTY_IMAGE
+        self._on_batch = on_batch
+        # (api_key, brokers) -> [groups, partitions, bytes] of the groups delivered since the last _settle
+        self._tally: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+
+    def __repr__(self) -> str:
+        return f"EngineRun({self.history!r}, {self.summary!r})"
+
+    def counted(self, batches: Iterable[LogBatch]) -> Iterator[LogBatch]:
+        """The batches, each seen by the trail and counted in the summary as it passes."""
+        trail, summary, on_batch = self.trail, self.summary, self._on_batch
+        for b in batches:
+            trail.see(b)
+            summary.count_batch(b)
+            if on_batch is not None:
+                on_batch()
+            yield b
+
+    def groups(
+        self,
+        batches: Iterable[LogBatch],
+        *,
+        image: MetadataImage = EMPTY_IMAGE,
+        from_snapshot: bool = False,
+        leader: LogBatch | None = None,
+    ) -> Iterator[SendGroup]:
+        """The send groups of the snapshot (with from_snapshot) and of the deltas of batches,
+        starting from image. leader: the last LeaderChange batch before batches (not counted:
+        it was read before this stretch), so the deltas carry the KRaft leader in office.
+        ``self.image`` is the image after the last delta once the groups are exhausted."""
+        fixed_mmap_threshold()
+        with rare_collections():
+            try:
+                yield from self._groups(batches, image, from_snapshot, leader)
+            finally:
+                self._settle()
+
+    def _groups(
+        self, batches: Iterable[LogBatch], image: MetadataImage, from_snapshot: bool, leader: LogBatch | None,
+    ) -> Iterator[SendGroup]:
+        try:
+            if from_snapshot:
+                if self.history.snapshot is None:
+                    raise ValueError("from_snapshot: the history has no snapshot to start from")
+                image, start = snapshot_start(self.history, self.counted(self.history.snapshot_batches()))
+                assert start is not None  # a snapshot gives its pseudo-delta
+                yield from self._deliver(start, propagate_image(image, self.options), 0)
+            starts = DeltaStarts(image.offset if from_snapshot else -1)
+            stream: Iterable[LogBatch] = starts.watch(self.counted(batches))
+            if leader is not None:
+                stream = chain((leader,), stream)
+            summary, options = self.summary, self.options
+            for delta in group_deltas(stream, self.coalesce):
+                first = starts.first(delta.last_offset)
+                if delta.records == ():  # NoOps only (half of a real log's deltas): the image moves, nothing is sent
+                    image = apply_delta(image, (), offset=delta.last_offset, epoch=delta.epoch)[0]
+                    summary.count_delta(0)
+                    continue
+                image, sends = propagate_delta(image, delta, options)
+                yield from self._deliver(delta, sends, first)
+            self.image = image
+        except MetadataReplayError as e:
+            raise locate(e, self.trail, self.history) from None
+
+    def _deliver(self, delta: Delta, sends: list[Send], first_offset: int) -> Iterator[SendGroup]:
+        summary, tally = self.summary, self._tally
+        for send in sends:
+            if send.dropped:
+                summary.count_dropped(send.request.api_key)
+        delivered = 0
+        for group in send_groups(delta, sends, first_offset):
+            brokers = group.brokers
+            key = (group.api_key, brokers)
+            counts = tally.get(key)
+            if counts is None:
+                if len(tally) >= MAX_TALLY:
+                    self._settle()
+                tally[key] = [1, group.partitions, group.size]
+            else:
+                counts[0] += 1
+                counts[1] += group.partitions
+                counts[2] += group.size
+            delivered += len(brokers)
+            yield group
+        summary.count_delta(delivered)
+
+    def _settle(self) -> None:
+        """Move the tallied groups into the summary and ``delivered`` (see the module rules)."""
+        summary, delivered = self.summary, self.delivered
+        for (api_key, brokers), (groups, partitions, size) in self._tally.items():
+            summary.count_group(api_key, partitions, size, brokers, groups)
+            for b in brokers:
+                delivered[b] += groups
+        self._tally.clear()

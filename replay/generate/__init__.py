@@ -1,0 +1,1 @@
+"""Synthetic metadata logs: the generator, its writer and ``ctrlbatch generate-log``."""

@@ -1,0 +1,1 @@
+"""The metadata image and its deltas: what each record does (the record-semantics table)."""

@@ -1,0 +1,1 @@
+"""The output directory (written atomically) and its report."""

@@ -1,0 +1,1 @@
+"""The MigrationPropagator port: deltas in, the controller's sends out."""

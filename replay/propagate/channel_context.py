@@ -1,0 +1,150 @@
+"""MigrationControllerChannelContext: the batch's ControllerChannelContext over a MetadataImage.
+
+Rules (kafka-migration-propagator.md §3; MigrationControllerChannelContext.scala, 3.9):
+- Live-or-shutting-down brokers are *all* registered brokers, fenced and KRaft ones included;
+  a broker's epoch is its registration's KRaft broker epoch.
+- A topic is queued for deletion (and its deletion in progress) when its name is not in the
+  image; its leader epoch is then -2.
+- A replica is online when its broker is registered (fenced counts) and in the replica list.
+- Leadership comes from the partition registration, with the image's KRaft epoch as the
+  controller epoch.
+Beyond Kafka: brokers are iterated in ascending id, so UpdateMetadata's LiveBrokers and
+LeaderAndIsr's LiveLeaders come out sorted; the broker views are built once per image broker
+set and shared. The optional hints of ControllerContext that the batch uses to go faster are
+provided (``broker_membership_version``: constant, the image never changes;
+``update_metadata_view``).
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import KeysView, Mapping, Sequence
+from typing import Any
+
+from ctrlbatch.context import Broker, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+
+from ..image.image import BrokerRegistration, MetadataImage, PartitionRegistration
+
+__all__ = ["MigrationControllerChannelContext", "leadership_of"]
+
+_EPOCH_DURING_DELETE = LeaderAndIsr.EPOCH_DURING_DELETE
+_NO_EPOCH = LeaderAndIsr.NO_EPOCH
+
+
+class _BrokerView:
+    """Sorted views of an image's brokers, built once per brokers mapping."""
+
+    __slots__ = ("brokers", "epochs", "ids", "source")
+
+    def __init__(self, registrations: Mapping[int, BrokerRegistration]) -> None:
+        ordered = sorted(registrations)
+        self.source = registrations
+        self.epochs: dict[int, int] = {b: registrations[b].epoch for b in ordered}
+        self.ids: KeysView[int] = self.epochs.keys()
+        self.brokers: KeysView[Broker] = dict.fromkeys(registrations[b].broker for b in ordered).keys()
+
+
+_last_view: list[_BrokerView] = []
+
+
+def _broker_view(registrations: Mapping[int, BrokerRegistration]) -> _BrokerView:
+    """Images that share a brokers mapping (most consecutive ones) share one view."""
+    if _last_view and _last_view[0].source is registrations:
+        return _last_view[0]
+    view = _BrokerView(registrations)
+    _last_view[:] = [view]
+    return view
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def leadership_of(partition: PartitionRegistration, kraft_epoch: int) -> LeaderIsrAndControllerEpoch:
+    """MCCC.partitionLeadershipInfo for a known partition (MCCC:43-54); values are immutable,
+    so equal registrations share one (a bounded cache: most partitions do not change often)."""
+    return LeaderIsrAndControllerEpoch(
+        LeaderAndIsr(
+            partition.leader, partition.isr, partition.leader_epoch, partition.partition_epoch,
+            partition.leader_recovery_state,
+        ),
+        kraft_epoch,
+    )
+
+
+class MigrationControllerChannelContext:
+    """Kafka's ControllerChannelContext read from a MetadataImage (immutable, like the image)."""
+
+    broker_membership_version = 0
+
+    def __init__(self, image: MetadataImage) -> None:
+        if not isinstance(image, MetadataImage):
+            raise TypeError(f"image: expected a MetadataImage, got {type(image).__name__}")
+        self.image = image
+        view = _broker_view(image.brokers)
+        self._epochs = view.epochs
+        self._ids = view.ids
+        self._brokers = view.brokers
+        self._names = image.topic_ids_by_name
+        self._topics = image.topics
+        self._kraft_epoch = image.epoch
+
+    def __repr__(self) -> str:
+        return f"MigrationControllerChannelContext({self.image!r})"
+
+    def _partition(self, tp: TopicPartition) -> PartitionRegistration | None:
+        tid = self._names.get(tp.topic)
+        if tid is None:
+            return None
+        topic = self._topics.get(tid)
+        return None if topic is None else topic.partitions.get(tp.partition)
+
+    def is_topic_deletion_in_progress(self, topic: str) -> bool:
+        return topic not in self._names
+
+    def is_topic_queued_up_for_deletion(self, topic: str) -> bool:
+        return topic not in self._names
+
+    @property
+    def topic_ids(self) -> Mapping[str, uuid.UUID]:
+        return self._names
+
+    @property
+    def live_broker_id_and_epochs(self) -> Mapping[int, int]:
+        return self._epochs
+
+    @property
+    def live_or_shutting_down_brokers(self) -> KeysView[Broker]:
+        return self._brokers
+
+    @property
+    def live_or_shutting_down_broker_ids(self) -> KeysView[int]:
+        return self._ids
+
+    def is_replica_online(self, broker_id: int, partition: TopicPartition) -> bool:
+        return broker_id in self._epochs and broker_id in self.partition_replica_assignment(partition)
+
+    def partition_replica_assignment(self, partition: TopicPartition) -> Sequence[int]:
+        p = self._partition(partition)
+        return () if p is None else p.replicas
+
+    def leader_epoch(self, partition: TopicPartition) -> int:
+        if partition.topic not in self._names:
+            return _EPOCH_DURING_DELETE
+        p = self._partition(partition)
+        return _NO_EPOCH if p is None else p.leader_epoch
+
+    def partition_leadership_info(self, partition: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+        p = self._partition(partition)
+        return None if p is None else leadership_of(p, self._kraft_epoch)
+
+    def leadership_of(self, partition: PartitionRegistration) -> LeaderIsrAndControllerEpoch:
+        """partition_leadership_info for a registration already found in this context's image."""
+        return leadership_of(partition, self._kraft_epoch)
+
+    def update_metadata_view(self, partition: TopicPartition) -> tuple[Any, ...] | None:
+        """(leadership, replicas, offline replicas, queued for deletion) in one look-up, or None."""
+        p = self._partition(partition)
+        if p is None:
+            return None
+        live = self._epochs
+        offline = tuple([r for r in p.replicas if r not in live])
+        return leadership_of(p, self._kraft_epoch), p.replicas, offline, False

@@ -1,0 +1,287 @@
+"""Full-image UpdateMetadata bodies assembled from encoded topic pieces kept across deltas.
+
+Why: a delta that changes a target broker sends UpdateMetadata with every partition of the image
+(propagator.py, batch A; and the snapshot path). Built through the batch, each such body costs
+one state object, one context look-up and one encode per partition: about 1 s for 50,000
+partitions, on 13 deltas of a 200k-record generated log as much time as its other 2,386 deltas
+together (benchmarks/replay_bench.py). Between two deltas only the topics a delta touched change.
+
+Rules of this module:
+- What is cached: for each topic, the encoded UpdateMetadataTopicState (v5+: name, id, its
+  partition states in partition order) under the key (the TopicImage object, the request
+  version, the controller epoch written in the states, the registered-broker set). One entry
+  per topic id; ``TopicPieces`` holds them.
+- What invalidates an entry: another TopicImage object (apply_delta builds a new one for every
+  topic a delta touches and keeps the object of every other topic: image.py), another version,
+  another controller epoch (the image's KRaft epoch), another set of registered brokers (the
+  offline replicas). The topic's bytes are then joined again; of its partition states only those
+  are re-encoded whose registration object (kept by apply_delta when untouched) or offline
+  replicas differ, or all of them for another version or controller epoch. Entries of topics the image no longer
+  holds are dropped once they outnumber the image's topics, so the cache is bounded by the image,
+  never by the log.
+- Why the bytes cannot differ: a topic state's bytes are a function of exactly the key's parts
+  (name and id are the TopicImage's; the states are built as the batch builds a state from the
+  context: ``_state``, the same maker and values as ``_add_update_metadata_partition``), and the
+  body is the batch's own envelope (UpdateMetadataBuilder, the same live brokers, epochs and
+  type) with the topic array spliced at its fixed offset, as builders.py splices LeaderAndIsr
+  states. tests/replay/test_full_image.py compares every body with the batch-built one on every
+  delta of the real sample and of generated logs (hypothesis), and decodes it back.
+- Scope: v5+ (topic states grouped by topic). Below v5 (``--ibp`` of 2.1 and older) the states
+  are ungrouped and the oldest versions check endpoints: the propagator keeps the batch path.
+- No I/O; a ``TopicPieces`` is a memo of a pure function, so a process may share one
+  (propagator.py does, bounded as above) and a fresh one gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ctrlbatch.batch import UpdateType
+from ctrlbatch.batch.builders import SharedBody, UpdateMetadataBuilder, body_layout
+from ctrlbatch.batch.request_batch import live_brokers
+from ctrlbatch.context import Broker
+from ctrlbatch.requests import UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState
+from ctrlbatch.requests.layout import (
+    array_count,
+    fixed_offset,
+    no_tagged_fields,
+    struct_encoder,
+    without_empty_last_array,
+)
+
+from ..image.image import MetadataImage, PartitionRegistration, TopicImage
+
+__all__ = ["FIRST_VERSION", "FullImageBody", "TopicPieces", "full_image_body"]
+
+FIRST_VERSION = 5  # UpdateMetadata's first version with topic states (grouped by topic)
+
+_make_state = UpdateMetadataPartitionState.maker(
+    "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "zk_version",
+    "replicas", "offline_replicas",
+)
+
+
+@attrs.frozen(slots=True)
+class _Layout:
+    """UpdateMetadata at one version: where the topic states array sits and how its parts encode."""
+
+    flexible: bool
+    states_offset: int
+    empty_array: bytes
+    encode_topic: Any
+    encode_state: Any
+    topic_tail: bytes  # what ends a topic state after its partition states (its tagged-field count)
+    epoch_offset: int | None
+
+    def topic_head(self, name: str, topic_id: uuid.UUID) -> bytes:
+        """A topic state's bytes before its partition states: name, id, (the array's count follows)."""
+        empty = self.encode_topic(UpdateMetadataTopicState(topic_name=name, topic_id=topic_id))
+        return without_empty_last_array(empty, self.flexible)
+
+
+@functools.cache
+def _layout(version: int) -> _Layout:
+    if version < FIRST_VERSION:
+        raise ValueError(f"version: UpdateMetadata v{version} has no topic states (v{FIRST_VERSION}+ only)")
+    offset = fixed_offset(UpdateMetadataRequest.SPEC, version, "TopicStates")
+    assert offset is not None, f"UpdateMetadata v{version}: TopicStates follows a variable-width field"
+    flexible = UpdateMetadataRequest.is_flexible(version)
+    return _Layout(
+        flexible, offset, array_count(0, flexible),
+        struct_encoder(UpdateMetadataRequest, "UpdateMetadataTopicState", version),
+        struct_encoder(UpdateMetadataRequest, "UpdateMetadataPartitionState", version),
+        no_tagged_fields(flexible),
+        body_layout(UpdateMetadataRequest, version).epoch_offset,
+    )
+
+
+def _state(name: str, p: int, reg: PartitionRegistration, controller_epoch: int, offline: tuple[int, ...]) -> Any:
+    """A partition's state as the batch adds it from the context (CCM:466-486 with
+    MigrationControllerChannelContext: leadership from the registration, the image's KRaft epoch,
+    offline = replicas not registered; never queued for deletion: the topic is in the image)."""
+    return _make_state(
+        name, p, controller_epoch, reg.leader, reg.leader_epoch, reg.isr, reg.partition_epoch, reg.replicas, offline,
+    )
+
+
+def _states(topic: TopicImage, controller_epoch: int, registered: Collection[int]) -> list[Any]:
+    parts = topic.partitions
+    return [
+        _state(topic.name, p, reg, controller_epoch, tuple([r for r in reg.replicas if r not in registered]))
+        for p, reg in sorted(parts.items())
+    ]
+
+
+@attrs.define(slots=True, eq=False)
+class _Entry:
+    """A topic's piece: its whole encoded topic state, its head (name, id), and each partition
+    state's bytes with the registration object and offline replicas they were encoded from (a
+    touched topic, or a new set of registered brokers, re-encodes only the states that differ)."""
+
+    topic: TopicImage
+    version: int
+    controller_epoch: int
+    registered: frozenset[int]
+    data: bytes
+    count: int
+    head: bytes
+    partitions: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]]
+
+
+class TopicPieces:
+    """Each topic's encoded UpdateMetadataTopicState, kept across deltas (see the module rules)."""
+
+    __slots__ = ("_entries", "_registered", "encoded")
+
+    def __init__(self) -> None:
+        self._entries: dict[uuid.UUID, _Entry] = {}
+        self._registered: frozenset[int] = frozenset()
+        self.encoded = 0  # partition states encoded so far: what the cache saved is visible in tests
+
+    def __repr__(self) -> str:
+        return f"TopicPieces({len(self._entries)} topics, {self.encoded} encoded)"
+
+    def registered(self, brokers: Mapping[int, Any]) -> frozenset[int]:
+        """The registered-broker set, the same object while it does not change (compared by identity)."""
+        kept = self._registered
+        if len(kept) != len(brokers) or any(b not in kept for b in brokers):
+            kept = self._registered = frozenset(brokers)
+        return kept
+
+    def piece(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
+              registered: frozenset[int]) -> _Entry:
+        entry = self._entries.get(topic_id)
+        known: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]] = {}
+        layout = _layout(version)
+        head = None
+        same_brokers = False  # the kept states' offline replicas still hold: only new registrations re-encode
+        if entry is not None and entry.controller_epoch == controller_epoch and entry.version == version \
+                and entry.topic.name == topic.name:
+            same_brokers = entry.registered is registered
+            if same_brokers and entry.topic is topic:
+                return entry
+            known, head = entry.partitions, entry.head
+        if head is None:
+            head = layout.topic_head(topic.name, topic_id)
+        encode = layout.encode_state
+        name = topic.name
+        parts = topic.partitions
+        kept: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]] = {}
+        chunks = [head, array_count(len(parts), layout.flexible)]
+        for p in sorted(parts):
+            reg = parts[p]
+            old = known.get(p)
+            if old is None or old[0] is not reg or not same_brokers:
+                offline = tuple([r for r in reg.replicas if r not in registered])
+                if old is None or old[0] is not reg or old[1] != offline:
+                    old = (reg, offline, encode(_state(name, p, reg, controller_epoch, offline)))
+                    self.encoded += 1
+            kept[p] = old
+            chunks.append(old[2])
+        chunks.append(layout.topic_tail)
+        entry = _Entry(topic, version, controller_epoch, registered, b"".join(chunks), len(parts), head, kept)
+        self._entries[topic_id] = entry
+        return entry
+
+    def forget_others(self, image: MetadataImage) -> None:
+        """Drop entries of topics the image no longer holds, once they outnumber its topics."""
+        entries = self._entries
+        if len(entries) > 2 * len(image.topics) + 64:
+            for tid in [t for t in entries if t not in image.topics]:
+                del entries[tid]
+
+
+class _ImageStates(Sequence[Any]):
+    """A full image's partition states, built only when read (``OutboundRequest.body``): the
+    rows need only their number."""
+
+    __slots__ = ("_args", "_count", "_states")
+
+    def __init__(self, count: int, image: MetadataImage, controller_epoch: int) -> None:
+        self._count = count
+        self._args = (image, controller_epoch)
+        self._states: list[Any] | None = None
+
+    def _all(self) -> list[Any]:
+        if self._states is None:
+            image, epoch = self._args
+            states: list[Any] = []
+            for _tid, topic in _topics(image):
+                states.extend(_states(topic, epoch, image.brokers))
+            self._states = states
+        return self._states
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._all())
+
+    def __repr__(self) -> str:
+        return f"<{self._count} partition states of the image>"
+
+
+def _topics(image: MetadataImage) -> Iterator[tuple[uuid.UUID, TopicImage]]:
+    """The image's topics by name, as the propagator lists every partition (names map order)."""
+    names = image.topic_ids_by_name
+    topics = image.topics
+    for name in sorted(names):
+        tid = names[name]
+        topic = topics.get(tid)
+        if topic is not None and topic.partitions:
+            yield tid, topic
+
+
+@attrs.frozen(slots=True)
+class FullImageBody:
+    """A full-image UpdateMetadata: its builder (the request's content) and its shared body."""
+
+    builder: UpdateMetadataBuilder
+    body: SharedBody
+
+
+def full_image_body(
+    pieces: TopicPieces,
+    image: MetadataImage,
+    *,
+    version: int,
+    controller_id: int,
+    header_epoch: int,
+    update_type: UpdateType,
+    first_broker_epoch: int,
+    live: Sequence[Broker],
+) -> FullImageBody:
+    """UpdateMetadata with every partition of ``image`` (states from the image, controller epoch
+    the image's KRaft epoch), as the batch builds it, the broker epoch of the first destination
+    written in the body (SharedBody patches the others)."""
+    layout = _layout(version)
+    registered = pieces.registered(image.brokers)
+    epoch = image.epoch
+    chunks: list[bytes] = []
+    count = topics = 0
+    topic_ids: dict[str, uuid.UUID] = {}
+    for tid, topic in _topics(image):
+        entry = pieces.piece(topic, tid, version, epoch, registered)
+        chunks.append(entry.data)
+        count += entry.count
+        topics += 1
+        topic_ids[topic.name] = tid
+    pieces.forget_others(image)
+    builder = UpdateMetadataBuilder(
+        version, controller_id, header_epoch, _ImageStates(count, image, epoch),  # type: ignore[arg-type]
+        live_brokers(tuple(live), version), topic_ids, True, int(update_type),
+    )
+    envelope = attrs.evolve(builder, partition_states=[]).encode_body(first_broker_epoch)
+    off = layout.states_offset
+    assert envelope[off: off + len(layout.empty_array)] == layout.empty_array
+    data = b"".join((envelope[:off], array_count(topics, layout.flexible), *chunks, envelope[off + len(layout.empty_array):]))
+    return FullImageBody(builder, SharedBody(data, layout.epoch_offset))
+

@@ -1,0 +1,1 @@
+"""Sends to request rows (frames included) and the run's summary."""

@@ -1,0 +1,221 @@
+"""The output rows of a replay: one per delivered request, and their Parquet schema.
+
+Rules:
+- ``REQUEST_SCHEMA`` is the one schema both engines write (requests/ Parquet): delta (last offset
+  of the delta), timestamp (ms, of its last batch), broker, seq (per broker, from 0, over the
+  whole replay), api_key, api_version, controller_id, controller_epoch (the header's),
+  update_type (the encoded Type field; null where the request has none: StopReplica,
+  LeaderAndIsr below v5, UpdateMetadata below v8), partitions (partition states in the
+  request), bytes (the whole frame with its 4-byte size prefix), sha256 (hex of that frame),
+  dropped (always false: rows are delivered requests; drops are counted in the summary), frame
+  (the frame itself, only with --with-frames), delta_first_offset and delta_last_offset (the
+  delta's offsets: from just after the delta before it, or its first data batch's base offset if
+  later, to ``delta``; a snapshot's pseudo-delta starts at 0), so rows join the records table.
+- The frame is ``OutboundRequest.encode(correlation_id=seq, client_id=str(controller_id))``,
+  encoded and hashed by the one frame encoder (frames.FrameEncoder) for both engines.
+- Both engines make rows the same way: the delivered sends of a delta become ``SendGroup``
+  values (consecutive sends of one shared body and builder: the UpdateMetadata fan-out stays one
+  group), which ``expand_columns`` (column chunks, for Parquet) or ``expand_rows`` (dicts, one at
+  a time) turn into rows, numbering ``seq`` per broker. The Spark engine ships the groups between
+  its stages and expands them where the rows are written.
+- Row making is on the hot path of both engines: benchmarks/rows_bench.py holds it to at least
+  the speed of the per-send encoder it replaced (results/rows_bench.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import attrs
+import pyarrow as pa
+
+from ..propagate.propagator import Send
+from .frames import FrameEncoder, frame_size
+
+__all__ = [
+    "API_NAMES", "REQUEST_SCHEMA", "SendGroup", "expand_columns", "expand_rows", "frame_of", "partition_count",
+    "request_row", "send_groups", "update_type_of",
+]
+
+ROWS_PER_CHUNK = 65_536  # rows per column chunk (one Arrow table written)
+
+REQUEST_SCHEMA = pa.schema(
+    [
+        pa.field("delta", pa.int64(), nullable=False),
+        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field("broker", pa.int32(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("api_key", pa.int16(), nullable=False),
+        pa.field("api_version", pa.int16(), nullable=False),
+        pa.field("controller_id", pa.int32(), nullable=False),
+        pa.field("controller_epoch", pa.int32(), nullable=False),
+        pa.field("update_type", pa.int8(), nullable=True),
+        pa.field("partitions", pa.int32(), nullable=False),
+        pa.field("bytes", pa.int64(), nullable=False),
+        pa.field("sha256", pa.string(), nullable=False),
+        pa.field("dropped", pa.bool_(), nullable=False),
+        pa.field("frame", pa.binary(), nullable=True),
+        pa.field("delta_first_offset", pa.int64(), nullable=False),
+        pa.field("delta_last_offset", pa.int64(), nullable=False),
+    ]
+)
+
+API_NAMES = {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}
+# The first version whose body has the Type field (LeaderAndIsr v5+, UpdateMetadata v8+).
+_TYPE_SINCE = {4: 5, 6: 8}
+_PARTITIONS: dict[int, Callable[[Any], int]] = {
+    4: lambda b: len(b.partition_states),
+    6: lambda b: len(b.partition_states),
+    5: lambda b: sum(len(states) for _topic, states in b.topic_states),
+}
+
+
+def partition_count(send: Send) -> int:
+    """The number of partition states the request carries."""
+    return _PARTITIONS[send.request.api_key](send.request.builder)
+
+
+def update_type_of(send: Send) -> int | None:
+    r = send.request
+    since = _TYPE_SINCE.get(r.api_key)
+    if since is None or r.version < since:
+        return None
+    builder: Any = r.builder
+    return int(builder.update_type)
+
+
+def frame_of(send: Send, seq: int) -> bytes:
+    return send.request.encode(correlation_id=seq, client_id=str(send.request.builder.controller_id))
+
+
+@attrs.frozen(slots=True, repr=False)
+class SendGroup:
+    """One request body delivered to one or more brokers, in send order, with the columns every
+    broker's row of it shares. ``size`` is the bytes of each frame, ``epoch_offset`` the broker
+    epoch's place in ``data`` (None: the body has none)."""
+
+    delta: int
+    timestamp: int
+    api_key: int
+    api_version: int
+    controller_id: int
+    controller_epoch: int
+    update_type: int | None
+    partitions: int
+    size: int
+    data: bytes
+    epoch_offset: int | None
+    brokers: tuple[int, ...]
+    broker_epochs: tuple[int, ...]
+    first_offset: int = -1  # the delta's first offset (delta is its last)
+
+    def __repr__(self) -> str:
+        return f"SendGroup(api {self.api_key} v{self.api_version}, delta {self.delta}, {len(self.brokers)} brokers)"
+
+    def frames(self) -> FrameEncoder:
+        return FrameEncoder(self.api_key, self.api_version, str(self.controller_id), self.data, self.epoch_offset)
+
+
+def _group(delta: Any, sends: list[Send], first_offset: int) -> SendGroup:
+    req = sends[0].request
+    builder: Any = req.builder
+    api_key, version, controller_id = builder.api_key, builder.version, builder.controller_id
+    since = _TYPE_SINCE.get(api_key)
+    shared = req.shared
+    return SendGroup(
+        delta.last_offset, delta.timestamp, api_key, version, controller_id, builder.controller_epoch,
+        None if since is None or version < since else int(builder.update_type), _PARTITIONS[api_key](builder),
+        frame_size(api_key, version, str(controller_id), len(shared.data)), bytes(shared.data), shared.epoch_offset,
+        tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends]), first_offset,
+    )
+
+
+def send_groups(delta: Any, sends: Iterable[Send], first_offset: int | None = None) -> Iterator[SendGroup]:
+    """The delivered sends of a delta (a Delta: last_offset, timestamp) as groups, in send order:
+    consecutive sends of one shared body and builder become one group; dropped sends are left out.
+    first_offset: the delta's first offset (None: its last)."""
+    first = delta.last_offset if first_offset is None else first_offset
+    group: list[Send] = []
+    for send in sends:
+        if send.dropped:
+            continue
+        if group and (send.request.shared is not group[0].request.shared
+                      or send.request.builder is not group[0].request.builder):
+            yield _group(delta, group, first)
+            group = []
+        group.append(send)
+    if group:
+        yield _group(delta, group, first)
+
+
+_EXPANDED = ("broker", "seq", "sha256", "frame")
+
+
+def _row_base(group: SendGroup) -> dict[str, Any]:
+    """A row of group in REQUEST_SCHEMA's column order, without its _EXPANDED (per broker) values."""
+    return {
+        "delta": group.delta, "timestamp": group.timestamp, "broker": None, "seq": None, "api_key": group.api_key,
+        "api_version": group.api_version, "controller_id": group.controller_id,
+        "controller_epoch": group.controller_epoch, "update_type": group.update_type, "partitions": group.partitions,
+        "bytes": group.size, "sha256": None, "dropped": False, "frame": None,
+        "delta_first_offset": group.first_offset, "delta_last_offset": group.delta,
+    }
+
+
+def expand_columns(
+    groups: Iterable[SendGroup], next_seq: dict[int, int], with_frames: bool, names: Iterable[str] = REQUEST_SCHEMA.names,
+) -> Iterator[dict[str, list[Any]]]:
+    """The rows of the groups (one per broker, numbered from next_seq, which is updated) as
+    column lists in the order of ``names``, in chunks of about ``ROWS_PER_CHUNK`` rows."""
+    names = list(names)
+    unknown = [n for n in names if n not in REQUEST_SCHEMA.names]
+    if unknown:
+        raise ValueError(f"names: not columns of REQUEST_SCHEMA: {unknown}")
+    shared = [n for n in names if n not in _EXPANDED]
+    columns: dict[str, list[Any]] = {n: [] for n in names}
+    for group in groups:
+        n = len(group.brokers)
+        values = _row_base(group)
+        if n == 1:  # most groups (every LeaderAndIsr body is one broker's)
+            for name in shared:
+                columns[name].append(values[name])
+        else:
+            for name in shared:
+                columns[name].extend([values[name]] * n)
+        brokers, seqs, hashes, kept = columns["broker"], columns["seq"], columns["sha256"], columns["frame"]
+        frames = group.frames()
+        for broker, epoch in zip(group.brokers, group.broker_epochs, strict=True):
+            seq = next_seq.get(broker, 0)
+            next_seq[broker] = seq + 1
+            brokers.append(broker)
+            seqs.append(seq)
+            hashes.append(frames.sha256(seq, epoch))
+            kept.append(frames.frame(seq, epoch) if with_frames else None)
+        if len(brokers) >= ROWS_PER_CHUNK:
+            yield columns
+            columns = {n: [] for n in names}
+    if columns["broker"]:
+        yield columns
+
+
+def expand_rows(groups: Iterable[SendGroup], next_seq: dict[int, int], with_frames: bool) -> Iterator[dict[str, Any]]:
+    """The same rows as dicts, one at a time, in REQUEST_SCHEMA's column order (the sequential engine's rows)."""
+    for group in groups:
+        base = _row_base(group)
+        frames = group.frames()
+        last = len(group.brokers) - 1
+        for i, (broker, epoch) in enumerate(zip(group.brokers, group.broker_epochs, strict=True)):
+            seq = next_seq.get(broker, 0)
+            next_seq[broker] = seq + 1
+            row = base if i == last else base.copy()  # the last row of a group takes the base itself
+            row["broker"], row["seq"], row["sha256"] = broker, seq, frames.sha256(seq, epoch)
+            row["frame"] = frames.frame(seq, epoch) if with_frames else None
+            yield row
+
+
+def request_row(delta: Any, send: Send, seq: int, with_frames: bool = False) -> dict[str, Any]:
+    """The row of one delivered request; ``delta`` has last_offset and timestamp (a Delta)."""
+    if send.dropped:
+        raise ValueError(f"send: a dropped request has no row ({send!r}); count it instead")
+    return next(expand_rows(send_groups(delta, [send]), {send.broker: seq}, with_frames))

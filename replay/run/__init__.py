@@ -1,0 +1,1 @@
+"""One replay run from options to output, and the ``ctrlbatch replay`` command."""

@@ -1,0 +1,402 @@
+"""One replay run from options to output: open the history, run an engine, write DIR, format text.
+
+Rules of this module: both engines are driven through ``execute`` so that everything around
+them (the output directory, summary.json, report.png, the printed text) is the same code;
+the engines differ only in how rows and the summary are produced. Output is committed only
+after every part is written (``OutputDir``), so a failed run leaves no DIR behind. On a failure
+(or SIGINT/SIGTERM) the Spark session is stopped before the temporary directory is removed, so
+no executor writes into it afterwards. Before report.png is drawn, the memory the replay freed
+is handed back to the system (engine.release_free_memory), so the report does not raise the
+run's peak RSS above the replay's. An executor's error reaches the user as the same one line
+the local engine gives (``spark_error_line``), never as a Java or Python stack trace. A history
+that yields no batch at all (and skipped nothing) is an error saying the input is empty.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import attrs
+
+from ctrlbatch.batch.versions import leader_and_isr_version, stop_replica_version, update_metadata_version
+from ctrlbatch.common import CommandError, Progress
+from ctrlbatch.context import MetadataVersion
+
+from ..log.errors import ReadStats
+from ..output.output import REPORT_BINS, OutputDir, ParquetRows, write_json
+from ..output.report import broker_timeline, draw_report
+
+__all__ = ["ReplayJob", "ReplayOutcome", "execute", "format_summary", "format_comparison"]
+
+Engine = Literal["spark", "local"]
+
+
+@attrs.frozen(slots=True)
+class ReplayJob:
+    """Everything one ``ctrlbatch replay`` run needs (checked by the CLI)."""
+
+    path: str
+    engine: Engine = "spark"
+    master: str | None = None
+    from_snapshot: str | None = None
+    skip_corrupt: bool = False
+    coalesce: int = 1
+    targets: Literal["all", "migrating"] = "all"
+    controller_id: int | None = None
+    zk_controller_epoch: int | None = None
+    ibp: MetadataVersion | None = None
+    correct_offline: bool = False
+    with_frames: bool = False
+    progress: bool = True
+    unit_bytes: int | None = None  # Spark: input bytes per task (None: the engine's default)
+
+    def with_ibp(self, ibp: MetadataVersion) -> ReplayJob:
+        return attrs.evolve(self, ibp=ibp)
+
+    def options(self) -> Any:
+        from ..propagate.propagator import ReplayOptions
+
+        return ReplayOptions(
+            targets=self.targets,
+            controller_id=1 if self.controller_id is None else self.controller_id,
+            zk_controller_epoch=self.zk_controller_epoch,
+            ibp=self.ibp,
+            correct_offline=self.correct_offline,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "input": str(Path(self.path).absolute()),
+            "engine": self.engine,
+            "master": self.master,
+            "from_snapshot": self.from_snapshot,
+            "skip_corrupt": self.skip_corrupt,
+            "coalesce": self.coalesce,
+            "targets": self.targets,
+            "controller_id": self.controller_id,
+            "zk_controller_epoch": self.zk_controller_epoch,
+            "ibp": None if self.ibp is None else str(self.ibp),
+            "correct_offline": self.correct_offline,
+            "with_frames": self.with_frames,
+        }
+
+
+@attrs.frozen(slots=True, repr=False)
+class ReplayOutcome:
+    job: ReplayJob
+    summary: Any  # summary.ReplaySummary
+    stats: ReadStats
+    rows: int
+    seconds: float
+    out: Path | None
+    phases: dict[str, float] = attrs.field(factory=dict)  # Spark: wall seconds per phase
+    controller: dict[str, Any] = attrs.field(factory=dict)  # the controller id used and where it came from
+    plan: str | None = None  # Spark: "parallel", or "serial: why" (spark_ranges' rules; e.g. a ClearElrRecord)
+
+    def __repr__(self) -> str:
+        return f"ReplayOutcome({self.job.engine}, {self.rows:,} rows, {self.seconds:.1f} s)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job.describe(),
+            "rows": self.rows,
+            "seconds": round(self.seconds, 3),
+            "phases": {k: round(v, 3) for k, v in self.phases.items()},
+            "read": self.stats.to_dict(),
+            "controller_id": self.controller,
+            **({} if self.plan is None else {"plan": self.plan}),
+            "summary": _summary_dict(self.summary),
+        }
+
+
+def _summary_dict(summary: Any) -> dict[str, Any]:
+    data = summary.to_dict()
+    if not isinstance(data, Mapping):
+        raise TypeError(f"summary.to_dict() returned {type(data).__name__}")
+    return dict(data)
+
+
+def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
+    """Run ``job``; with ``out_dir`` write requests/, summary.json and report.png atomically."""
+    from ..engine.skeleton import release_free_memory
+    from ..log.sources import open_history
+
+    history = open_history(job.path, from_snapshot=job.from_snapshot, skip_corrupt=job.skip_corrupt)
+    run_job, controller = _controller_at_start(job, history)
+    start = time.monotonic()
+    out = OutputDir(out_dir) if out_dir is not None else None  # no call between this and the try: a signal lands inside
+    try:
+        phases: dict[str, float] = {}
+        plan: str | None = None
+        if job.engine == "local":
+            summary, stats, rows = _run_local(run_job, history, out)
+        else:
+            summary, stats, rows, plan = _run_spark(run_job, out, phases)
+        if stats.batches == 0 and not stats.corrupt_count:
+            raise CommandError(f"{job.path}: the input is empty: it holds no record batch to replay")
+        outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller, plan)
+        if out is not None:
+            write_json(out.summary_path, outcome.to_dict())
+            release_free_memory()  # the report's memory does not stack on the replay's freed heap
+            with Progress("drawing report.png", enabled=job.progress):
+                timeline = broker_timeline(out.requests_dir, REPORT_BINS)
+                kraft = {b: (c["kraft_fetch_bytes"], c["zk_request_bytes"]) for b, c in summary.kraft_by_broker().items()}
+                draw_report(timeline, out.report_path, title=f"ctrlbatch replay of {Path(job.path).name}", kraft=kraft)
+            out.commit()
+        return outcome
+    finally:
+        if out is not None and not out.committed:
+            out.abort()
+
+
+def _controller_at_start(job: ReplayJob, history: Any) -> tuple[ReplayJob, dict[str, Any]]:
+    """The job to run, with the controller id in office where the replay starts, and where that
+    id came from: from a snapshot, the KRaft leader of the last LeaderChange below its end offset
+    in the retained segments; else (or when none is retained) --controller-id, else 1. After
+    that, every LeaderChange record of the replayed log names the controller of later deltas."""
+    from ..log.sources import snapshot_leader
+
+    given = job.controller_id
+    fallback = {"id": 1 if given is None else given, "source": "--controller-id" if given is not None else "default"}
+    snap = history.snapshot
+    if snap is None:
+        return job, {**fallback, "until": "the first LeaderChange record of the log"}
+    found = snapshot_leader(history)
+    if found is None:
+        why = (
+            f"no LeaderChange record below the snapshot's end offset {snap.end_offset} is retained"
+            if history.kind == "log" and snap.path != history.source
+            else "only .log segments are searched for the LeaderChange before a snapshot"
+        )
+        return job, {**fallback, "until": "the first LeaderChange record after the snapshot", "why": why}
+    leader, offset = found
+    info = {"id": leader, "source": f"LeaderChange record at offset {offset} (below the snapshot's end offset "
+            f"{snap.end_offset})", "until": "the first LeaderChange record after the snapshot"}
+    if given is not None and given != leader:
+        info["ignored"] = f"--controller-id {given}: the log names the leader"
+    return attrs.evolve(job, controller_id=leader), info
+
+
+def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
+    from ..engine.local import replay_local
+    from ..rows.rows import REQUEST_SCHEMA
+
+    with Progress("replaying (local)", unit="batches", enabled=job.progress) as progress:
+        result = replay_local(history, job.options(), coalesce=job.coalesce, progress=progress, with_frames=job.with_frames)
+        count = 0
+        if out is not None:
+            writer = ParquetRows(out.requests_dir, REQUEST_SCHEMA)
+            for columns in result.columns:
+                writer.write_columns(columns)
+            writer.close()
+            count = writer.count
+        else:
+            for _ in result.rows:
+                count += 1
+    return result.summary, history.stats, count
+
+
+def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int, str]:
+    from ..spark.engine import HistorySource, replay_spark
+    from ..spark.master import MasterError
+    from ..spark.progress import StageProgress
+    from ..spark.session import spark_session
+
+    try:
+        spark = spark_session(job.master, quiet=not job.progress)
+    except MasterError as e:
+        raise CommandError(f"--master: {e}") from None
+    # Absolute paths: executors of a cluster do not run in the driver's working directory.
+    snapshot = job.from_snapshot
+    if snapshot is not None and snapshot != "newest":
+        snapshot = os.path.abspath(snapshot)
+    source = HistorySource(os.path.abspath(job.path), snapshot, job.skip_corrupt)
+    try:
+        with StageProgress(spark, enabled=job.progress):
+            result = replay_spark(
+                spark,
+                source,
+                job.options(),
+                coalesce=job.coalesce,
+                requests_dir=None if out is None else out.requests_dir,
+                with_frames=job.with_frames,
+                unit_bytes=job.unit_bytes,
+            )
+    except CommandError:
+        raise
+    except Exception as e:
+        interrupt = _interrupt_behind(e)
+        if interrupt is not None:  # a clean-up call on the broken gateway failed while unwinding
+            if out is not None:
+                _stop_executors(spark)
+            raise interrupt from None
+        line = spark_error_line(e)
+        if line is None:
+            raise
+        raise CommandError(line) from None
+    except BaseException:  # SIGINT, SIGTERM: stop the executors before DIR.tmp-* is removed
+        if out is not None:
+            _stop_executors(spark)
+        raise
+    phases.update(result.seconds)
+    return result.summary, result.stats, result.rows, result.planned
+
+
+def _interrupt_behind(e: BaseException) -> BaseException | None:
+    """The SIGINT/SIGTERM exception an error was raised while handling (a Py4J call made by a
+    ``finally`` on the way out fails on the interrupted gateway), or None."""
+    seen: BaseException | None = e.__context__
+    for _ in range(20):  # a chain is short; the bound only guards against a cycle
+        if seen is None:
+            return None
+        if not isinstance(seen, Exception):
+            return seen
+        seen = seen.__context__
+    return None
+
+
+def _stop_executors(spark: Any) -> None:
+    """Stop Spark so that no task writes into the output after this; an interrupted Py4J call
+    can leave the gateway unusable, and then the JVM (with its local executors and their Python
+    workers) is ended instead. A cluster's executors stop when the driver's JVM goes."""
+    try:
+        spark.stop()
+        return
+    except Exception:  # noqa: BLE001 - the gateway is broken: end the JVM below
+        pass
+    sc = spark.sparkContext
+    accumulators = getattr(sc, "_accumulatorServer", None)
+    if accumulators is not None:  # its handler thread reads from the JVM: end it quietly, no EOFError trace
+        accumulators.server_shutdown = True
+        accumulators.handle_error = lambda request, address: None
+    proc = getattr(getattr(sc, "_gateway", None), "proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+MAX_ERROR_CHARS = 400  # an error line shows at most this much of an executor's message
+
+# The last "Name: message" line of a Python traceback relayed by Spark (an executor's OSError, ...).
+_RELAYED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.M)
+
+
+def spark_error_line(e: BaseException) -> str | None:
+    """The one line the user sees for a failed Spark job, from the last Python error a worker
+    relayed (``PermissionError: [Errno 13] Permission denied: 'x'``), bounded; None if the
+    failure carries none (then it is a bug and keeps its trace)."""
+    found = _RELAYED.findall(str(e))
+    python = [(name, text) for name, text in found if not name.startswith(("org.", "java.", "py4j."))]
+    if not python:
+        return None
+    name, text = python[-1]
+    text = text.strip()
+    if len(text) > MAX_ERROR_CHARS:
+        text = f"{text[:MAX_ERROR_CHARS]}... ({len(text):,} characters)"
+    return f"the Spark job failed: {name.rsplit('.', 1)[-1]}: {text}"
+
+
+MAX_BROKER_LINES = 20
+
+
+def format_summary(outcome: ReplayOutcome) -> str:
+    """The printed summary: what was read, deltas, then requests, partition states and bytes per
+    API (with dropped requests) and per broker (the busiest 20 by bytes when there are more)."""
+    data = _summary_dict(outcome.summary)
+    stats = outcome.stats
+    deltas = data["deltas"]
+    lines = [
+        f"ctrlbatch replay: {outcome.job.path} ({outcome.job.engine} engine, {outcome.seconds:.1f} s)",
+        f"read: {stats.batches:,} batches, {sum(stats.records.values()):,} records, {stats.noops:,} NoOps "
+        f"skipped, {stats.corrupt_count:,} corrupt skipped",
+        *(f"  corrupt: {c}" for c in stats.corrupt[:MAX_BROKER_LINES]),
+        f"deltas: {deltas['total']:,} ({deltas['with_requests']:,} with requests, "
+        f"{deltas['without_requests']:,} without)",
+        "",
+        f"{'api':<16}{'requests':>12}{'partitions':>14}{'bytes':>16}{'dropped':>10}",
+    ]
+    for api, block in [*data["by_api"].items(), ("total", data["totals"])]:
+        lines.append(
+            f"{api:<16}{block['requests']:>12,}{block['partitions']:>14,}{block['bytes']:>16,}{block['dropped']:>10,}"
+        )
+    brokers = sorted(data["by_broker"].items(), key=lambda kv: (-kv[1]["bytes"], int(kv[0])))
+    shown = brokers[:MAX_BROKER_LINES]
+    more = f" (the {len(shown)} busiest of {len(brokers)})" if len(brokers) > len(shown) else ""
+    lines += ["", f"{'broker' + more:<30}{'requests':>12}{'partitions':>14}{'bytes':>16}"]
+    lines += [f"{b:<30}{c['requests']:>12,}{c['partitions']:>14,}{c['bytes']:>16,}" for b, c in shown]
+    records = ", ".join(f"{name} {n:,}" for name, n in data["records_by_type"].items())
+    lines += ["", f"records by type: {records or 'none'}"]
+    lines += _more_lines(outcome, data)
+    return "\n".join(lines) + "\n"
+
+
+def _more_lines(outcome: ReplayOutcome, data: Mapping[str, Any]) -> list[str]:
+    """metadata.version (the Kafka 4.x note), the controller id's origin, and KRaft beside ZooKeeper."""
+    lines = []
+    mv = data.get("metadata_version", {})
+    if mv.get("levels"):
+        levels = ", ".join(f"{lv} ({name})" for lv, name in mv["levels"].items())
+        lines.append(f"metadata.version levels: {levels}")
+    if mv.get("note"):
+        forced = "" if outcome.job.ibp is None else f" (but --ibp {outcome.job.ibp} set the versions of this run)"
+        lines.append(f"note: {mv['note']}{forced}")
+    c = outcome.controller
+    if c:
+        why = f"; {c['why']}" if "why" in c else ""
+        ignored = f"; {c['ignored']}" if "ignored" in c else ""
+        lines.append(f"controller id: {c['id']} from {c['source']}, until {c['until']}{why}{ignored}")
+    if outcome.plan is not None:
+        lines.append(f"spark plan: {outcome.plan}")
+    kraft = data.get("kraft_vs_zookeeper")
+    if kraft and kraft["by_broker"]:
+        unsized = f", {kraft['unsized_batches']:,} batches of unknown size" if kraft["unsized_batches"] else ""
+        lines += [
+            "",
+            f"KRaft beside ZooKeeper mode: metadata log {kraft['log_bytes']:,} bytes in {kraft['log_batches']:,} "
+            f"batches{unsized}, fetched by every KRaft broker (see summary.json for the definition)",
+            f"{'broker':<30}{'KRaft fetched':>16}{'ZK requests':>16}{'ZK / KRaft':>12}",
+        ]
+        shown = list(kraft["by_broker"].items())[:MAX_BROKER_LINES]
+        for b, c2 in shown:
+            k, z = c2["kraft_fetch_bytes"], c2["zk_request_bytes"]
+            ratio = f"{z / k:.2f}" if k else "-"
+            lines.append(f"{b:<30}{k:>16,}{z:>16,}{ratio:>12}")
+        if len(kraft["by_broker"]) > len(shown):
+            lines.append(f"... {len(kraft['by_broker']) - len(shown)} more brokers in summary.json")
+    return lines
+
+
+def request_versions_line(mv: MetadataVersion) -> str:
+    """Which request version the controller sends at ``mv`` (ControllerChannelManager's tables):
+    what explains most of a --compare-ibp difference."""
+    return (f"  at {mv}: LeaderAndIsr v{leader_and_isr_version(mv)}, UpdateMetadata v{update_metadata_version(mv)},"
+            f" StopReplica v{stop_replica_version(mv)}")
+
+
+def format_comparison(versions: tuple[MetadataVersion, MetadataVersion], left: ReplayOutcome, right: ReplayOutcome) -> str:
+    """Per API: requests and bytes at each version and the difference (right minus left)."""
+    a, b = (_summary_dict(o.summary)["by_api"] for o in (left, right))
+    v1, v2 = (str(v) for v in versions)
+    zero = {"requests": 0, "bytes": 0}
+    lines = [
+        f"what-if: the same history at metadata.version {v1} and {v2} ({left.job.engine} engine)",
+        *(request_versions_line(v) for v in versions),
+        f"{'api':<16}{'requests ' + v1:>20}{'requests ' + v2:>20}{'diff':>10}"
+        f"{'bytes ' + v1:>20}{'bytes ' + v2:>20}{'diff':>14}{'diff %':>9}",
+    ]
+    rows = [(api, a.get(api, zero), b.get(api, zero)) for api in sorted(set(a) | set(b))]
+    total_a = {k: sum(x[1][k] for x in rows) for k in zero}
+    total_b = {k: sum(x[2][k] for x in rows) for k in zero}
+    for api, x, y in [*rows, ("total", total_a, total_b)]:
+        r1, r2, b1, b2 = x["requests"], y["requests"], x["bytes"], y["bytes"]
+        pct = f"{100 * (b2 - b1) / b1:+.1f}%" if b1 else "-"
+        lines.append(f"{api:<16}{r1:>20,}{r2:>20,}{r2 - r1:>+10,}{b1:>20,}{b2:>20,}{b2 - b1:>+14,}{pct:>9}")
+    return "\n".join(lines) + "\n"
+
+
+controller_at_start = _controller_at_start  # public for replay_dataframe (tables/requests.py): the CLI's rule

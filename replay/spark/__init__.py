@@ -1,0 +1,1 @@
+"""The Spark engine: session, plan, units, write tasks."""

@@ -1,0 +1,158 @@
+"""The Spark engine's driver: the same rows as ``replay_local``, computed by Spark executors.
+
+Rules of this module:
+- The driver only arranges stages and merges small results; the log never reaches it. The
+  history is cut into units in parallel where that is exact (spark_ranges: one task per byte
+  range computes its net effect, the driver composes them into each unit's starting image and
+  hands unit i to partition i), else by one planning task (spark_plan, routed to partition i by
+  partitionBy); ``SparkReplay.planned`` says which and why. Each unit task replays its unit
+  (spark_unit.run_unit) into send groups kept in a file of its own in a scratch directory beside
+  the requests (group_spill: not through the JVM), then the write tasks number and write the
+  rows (spark_unit.write_unit); the scratch directory is removed when the run ends, however it ends.
+- The write tasks run largest first (by the frame bytes each unit's summary counts, which
+  they hash): a large unit started last would leave the other cores idle at the stage's end.
+  The parts keep their unit's name, so the order of the files is the unit order whatever ran first.
+- ``seq`` is per broker over the whole replay: the driver collects each unit's ``UnitEnd`` (its
+  per-broker counts, summary and read counters) and turns the counts into per-unit starting
+  points (prefix sums, in unit order), broadcast to the write tasks.
+- Every task's function runs through ``engine.spark_task`` (a Spark worker's collector
+  settings: PySpark runs a full collection after every task; engine's rules).
+- Errors cross as values: a unit that failed hands its error in its UnitEnd and the driver
+  raises the earliest one (the first in log order, as the sequential engine meets it) before
+  anything is written. Nothing here parses exception text; an unexpected failure (a bug, a
+  lost executor) propagates as Spark reports it.
+- Wall time of each phase is returned: "plan" is the serial planning task's (work in one task),
+  "plan_cuts" / "plan_ranges" / "plan_combine" the parallel plan's (driver, parallel tasks,
+  driver), then "replay" and "write"; the figures of real runs live in
+  benchmarks/results/replay_bench.json.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ..engine.skeleton import spark_task
+from ..log.errors import ReadStats
+from ..propagate.propagator import ReplayOptions
+from ..rows.summary import ReplaySummary
+from .group_spill import spill_dir
+from .plan import MAX_UNITS, HistorySource, plan_units, total_bytes, unit_bytes_for
+from .ranges import plan_ranges
+from .unit import UnitEnd, first_error, run_unit, write_unit
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+__all__ = ["HistorySource", "SparkReplay", "replay_spark", "unit_bytes_for"]
+
+
+@attrs.frozen(slots=True, repr=False)
+class SparkReplay:
+    """What the driver gets back: the per-unit summaries merged, and rows written."""
+
+    summary: ReplaySummary
+    stats: ReadStats
+    rows: int
+    units: int
+    seconds: dict[str, float]  # wall time of each phase: plan (or plan_cuts, plan_ranges, plan_combine), replay, write
+    planned: str = "serial"  # "parallel", or "serial: why" (spark_ranges' rules)
+
+    def __repr__(self) -> str:
+        phases = ", ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items())
+        return f"SparkReplay({self.rows:,} rows, {self.units} units; {phases})"
+
+
+def _frame_bytes(end: UnitEnd) -> int:
+    """The frame bytes a unit's write task hashes: what its time goes by."""
+    return sum(c["bytes"] for c in end.summary.by_api.values())
+
+
+def first_seqs(ends: list[UnitEnd]) -> dict[int, dict[int, int]]:
+    """Each unit's first seq per broker: the prefix sums of the earlier units' counts."""
+    first: dict[int, dict[int, int]] = {}
+    running: Counter[int] = Counter()
+    for end in sorted(ends, key=lambda e: e.index):
+        first[end.index] = dict(running)
+        running.update(end.counts)
+    return first
+
+
+def replay_spark(
+    spark: SparkSession,
+    source: HistorySource,
+    options: Any,
+    *,
+    coalesce: int = 1,
+    requests_dir: str | os.PathLike[str] | None = None,
+    with_frames: bool = False,
+    unit_bytes: int | None = None,
+) -> SparkReplay:
+    """Replay ``source`` on ``spark``; rows go to ``requests_dir`` (Parquet) when given.
+
+    Returns the merged summary and read counters; the log itself never reaches the driver."""
+    if not isinstance(source, HistorySource):
+        raise TypeError(f"source: expected a HistorySource, got {type(source).__name__}")
+    if not isinstance(options, ReplayOptions):
+        raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
+    if not isinstance(coalesce, int) or isinstance(coalesce, bool) or coalesce < 1:
+        raise ValueError(f"coalesce: expected an integer >= 1, got {coalesce!r}")
+    if unit_bytes is not None and (not isinstance(unit_bytes, int) or unit_bytes < 1):
+        raise ValueError(f"unit_bytes: expected a positive integer or None, got {unit_bytes!r}")
+    sc: SparkContext = spark.sparkContext
+    history = source.open()  # fail early, on the driver, with the reader's error for a bad path
+    if unit_bytes is None:
+        unit_bytes = unit_bytes_for(history, sc.defaultParallelism)
+    seconds: dict[str, float] = {}
+    clock = time.monotonic()
+    count = min(MAX_UNITS, total_bytes(history) // unit_bytes + 1)
+    plan = plan_ranges(sc, source, history, coalesce, unit_bytes, count)
+    seconds.update(plan.seconds)
+    if plan.units is not None:
+        planned = "parallel"
+        routed = plan.routed(sc)  # one unit per slice: slice i is unit i
+        clock = time.monotonic()
+    else:
+        planned = f"serial: {plan.reason}"
+        plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
+        routed = plans.partitionBy(count, lambda k: k).values()
+    spill = None
+    try:
+        if requests_dir is not None:
+            spill = spill_dir(requests_dir)
+        ends: list[UnitEnd] = routed.map(
+            lambda unit: spark_task(run_unit, source, options, coalesce, unit, spill)
+        ).collect()
+        error = first_error(ends)
+        if error is not None:
+            raise error
+        replayed, clock = time.monotonic() - clock, time.monotonic()
+        summary, stats = ReplaySummary(), ReadStats()
+        for end in sorted(ends, key=lambda e: e.index):
+            summary.merge(end.summary)
+            stats.merge(end.stats)
+        if plan.units is None:
+            seconds["plan"] = max(e.planned_after for e in ends)  # the planning task's own clock (one task)
+        seconds["replay"] = replayed - seconds.get("plan", 0.0)  # the units, in parallel (and the job's start-up)
+        rows = 0
+        if requests_dir is not None and spill is not None:
+            directory = os.fspath(requests_dir)
+            os.makedirs(directory, exist_ok=True)
+            starts = sc.broadcast(first_seqs(ends))
+            indices = [e.index for e in sorted(ends, key=_frame_bytes, reverse=True)]  # largest first
+            written = sc.parallelize(indices, len(indices)).map(
+                lambda i: spark_task(write_unit, i, spill, starts.value[i], directory, with_frames)
+            ).collect()
+            rows = sum(written)
+        seconds["write"] = time.monotonic() - clock
+    finally:
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
+        plan.release()
+    return SparkReplay(summary, stats, rows, len(ends), seconds, planned)

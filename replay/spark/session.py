@@ -1,0 +1,215 @@
+"""A quiet, loopback-only SparkSession for the replay (embedded ``local[*]`` or any ``--master``).
+
+Rules of this module (pyspark-notes.md Part B):
+- The settings live in one table, ``SESSION_CONF``; callers add to it, never rebuild it.
+- The environment Spark's Python workers inherit is fixed before the JVM starts:
+  PYSPARK_PYTHON is this interpreter (it has ctrlbatch installed, so executors can import it),
+  TZ=UTC, and SPARK_LOCAL_IP=127.0.0.1 for the embedded master (a cluster master decides its
+  own addresses). Values already in the environment win, so spark-submit and CI can override.
+- Under ``spark-submit`` the master comes from spark-submit (``master=None``); we never
+  override a master the launcher chose.
+- Log4j is told to print errors only, with a properties file written once per process into a
+  private directory made for the run (mkdtemp, mode 0700, removed at exit): never a fixed name in
+  the shared temp directory, where anybody could plant a symlink or a file of their own.
+  Spark's own loggers get a level of their own, so Spark does not print its "Setting default
+  log level" banner; the executor's and the task manager's error reports (a stack trace per
+  failed task) are off: the driver raises the failure and the command prints it as one line;
+  so are the standalone client's give-up report and the transport's outstanding-requests
+  error, which repeat what ``session_start``'s line says when a master never answers.
+- quiet=True also drops the JVM's own "WARNING: Using incubator modules" line, which log4j
+  cannot reach: the JVM's standard error goes through a pipe that forwards every other line.
+- A master is checked before a JVM is started for it, and a session that fails to start is one
+  line (spark_master.py): ``MasterError`` for a wrong or unreachable master, within seconds.
+- The driver's log4j file applies whatever the master (the driver is this process's JVM); a
+  cluster's executors keep their own logging.
+- py4j reports a failed gateway call twice: it raises Py4JNetworkError (which the command turns
+  into its one line) and logs the traceback through the root logger (``logging.exception``, so
+  Python's default handler prints it). The second copy is dropped by a filter on the root logger
+  that matches only records logged by py4j's own files (``Py4JTracebacks``); a SIGTERM that
+  breaks the gateway mid-call then ends in the command's one line, as the local engine does.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .master import check_master, session_start
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DEFAULT_MASTER", "SESSION_CONF", "spark_session", "quiet_log4j_file"]
+
+DEFAULT_MASTER = "local[*]"
+
+SESSION_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",  # no Jetty on :4040
+    "spark.ui.showConsoleProgress": "false",  # the CLI shows its own progress
+    "spark.sql.shuffle.partitions": "4",  # the default 200 is pure overhead on small jobs
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.adaptive.enabled": "false",  # stable partition counts: the output order follows them
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.python.worker.reuse": "true",
+}
+
+# Only for a master we start ourselves: a cluster binds to the addresses it was given.
+LOCAL_CONF: dict[str, str] = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.memory": "2g",  # local mode: the executors live in this JVM (the default 1g ran out on 10M records)
+}
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+logger.spark.name = org.apache.spark
+logger.spark.level = error
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = off
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = off
+logger.standalone.name = org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend
+logger.standalone.level = off
+logger.transport.name = org.apache.spark.network.client.TransportResponseHandler
+logger.transport.level = off
+"""
+
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)  # lines quiet=True drops from the JVM's stderr
+_log4j: Path | None = None
+_lock = threading.Lock()
+
+
+def quiet_log4j_file() -> Path:
+    """A log4j2 properties file (errors only, on stderr) in a private directory made for this
+    process (mkdtemp: 0700, a fresh random name), removed when the process exits."""
+    global _log4j
+    with _lock:
+        if _log4j is None or not _log4j.is_file():
+            directory = tempfile.mkdtemp(prefix="ctrlbatch-spark-")
+            atexit.register(shutil.rmtree, directory, True)
+            path = Path(directory) / "log4j2.properties"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(_LOG4J)
+            _log4j = path
+        return _log4j
+
+
+def _forward(source: int, target: int) -> None:
+    with os.fdopen(source, "rb", buffering=0) as pipe:
+        for line in iter(pipe.readline, b""):
+            if not line.startswith(_JVM_NOISE):
+                with contextlib.suppress(OSError):
+                    os.write(target, line)
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered(enabled: bool) -> Iterator[None]:
+    """While the JVM starts, standard error is a pipe that a daemon thread forwards to the real
+    one without the _JVM_NOISE lines; the JVM (and its Python workers) keep that pipe for life."""
+    if not enabled:
+        yield
+        return
+    read_end, write_end = os.pipe()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.dup(2)
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        threading.Thread(target=_forward, args=(read_end, target), name="jvm-stderr", daemon=True).start()
+
+
+def _prepare_environment(local: bool) -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("TZ", "UTC")
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def _launched_by_spark_submit() -> bool:
+    """True inside spark-submit: the JVM already exists and told us how to reach it."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+class Py4JTracebacks(logging.Filter):
+    """Drops what py4j logs on the root logger (its duplicate report of an error it raises)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and "py4j" in Path(record.pathname).parts)
+
+
+def _drop_py4j_tracebacks() -> None:
+    root = logging.getLogger()
+    if not any(isinstance(f, Py4JTracebacks) for f in root.filters):
+        root.addFilter(Py4JTracebacks())
+
+
+def spark_session(
+    master: str | None = None,
+    *,
+    app_name: str = "ctrlbatch-replay",
+    conf: dict[str, str] | None = None,
+    quiet: bool = False,
+) -> SparkSession:
+    """Get (or create) the replay's SparkSession.
+
+    ``master=None`` means: the launcher's master under spark-submit, else ``local[*]``.
+    ``conf`` adds or overrides settings (e.g. ``spark.default.parallelism`` in tests).
+    ``quiet`` drops the JVM's start-up warning line too (module rules).
+    """
+    if master is not None and (not isinstance(master, str) or not master.strip()):
+        raise ValueError(f"master must be a Spark master URL such as 'local[2]' or 'spark://host:7077', got {master!r}")
+    submitted = master is None and _launched_by_spark_submit()
+    effective = None if submitted else (master or DEFAULT_MASTER)
+    local = effective is not None and effective.startswith("local")
+    _prepare_environment(local)
+    _drop_py4j_tracebacks()
+
+    from pyspark.sql import SparkSession
+
+    if effective is not None and SparkSession.getActiveSession() is None:
+        check_master(effective)  # a MasterError in seconds, before any JVM (spark_master.py)
+    settings = dict(SESSION_CONF)
+    if local:
+        settings.update(LOCAL_CONF)
+    if not submitted:  # the driver is this process's JVM whatever the master: errors only, in UTC
+        java_opts = f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()} -Duser.timezone=UTC"
+        settings["spark.driver.extraJavaOptions"] = java_opts
+    settings["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
+    settings["spark.executorEnv.TZ"] = "UTC"
+    settings.update(conf or {})
+
+    builder = SparkSession.builder.appName(app_name)
+    if effective is not None:
+        builder = builder.master(effective)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    starts_jvm = not submitted and SparkSession.getActiveSession() is None
+    with _jvm_stderr_filtered(quiet and starts_jvm), session_start(effective):
+        session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
