@@ -40,6 +40,7 @@ import attrs
 from ..engine.skeleton import spark_task
 from ..log.errors import ReadStats
 from ..propagate.propagator import ReplayOptions
+from ..rows.rows import NO_FRAMES
 from ..rows.summary import ReplaySummary
 from .group_spill import spill_dir
 from .plan import MAX_UNITS, HistorySource, plan_units, total_bytes, unit_bytes_for
@@ -103,6 +104,8 @@ def replay_spark(
         raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
     if not isinstance(coalesce, int) or isinstance(coalesce, bool) or coalesce < 1:
         raise ValueError(f"coalesce: expected an integer >= 1, got {coalesce!r}")
+    if with_frames and options.digest == "none":
+        raise ValueError(NO_FRAMES)
     if unit_bytes is not None and (not isinstance(unit_bytes, int) or unit_bytes < 1):
         raise ValueError(f"unit_bytes: expected a positive integer or None, got {unit_bytes!r}")
     sc: SparkContext = spark.sparkContext
@@ -146,8 +149,9 @@ def replay_spark(
             os.makedirs(directory, exist_ok=True)
             starts = sc.broadcast(first_seqs(ends))
             indices = [e.index for e in sorted(ends, key=_frame_bytes, reverse=True)]  # largest first
+            digest = options.digest
             written = sc.parallelize(indices, len(indices)).map(
-                lambda i: spark_task(write_unit, i, spill, starts.value[i], directory, with_frames)
+                lambda i: spark_task(write_unit, i, spill, starts.value[i], directory, with_frames, digest)
             ).collect()
             rows = sum(written)
         seconds["write"] = time.monotonic() - clock

@@ -30,7 +30,7 @@ from ctrlbatch.common import CommandError
 from ..engine.skeleton import EngineRun
 from ..log.errors import ReadStats
 from ..propagate.propagator import ReplayOptions
-from ..rows.rows import REQUEST_SCHEMA, expand_columns
+from ..rows.rows import REQUEST_SCHEMA, expand_columns, request_schema
 from ..rows.summary import ReplaySummary
 from .group_spill import read_groups, spill_path, write_groups
 from .plan import HistorySource, Unit
@@ -75,12 +75,14 @@ def run_unit(source: HistorySource, options: ReplayOptions, coalesce: int, unit:
     return UnitEnd(unit.index, dict(run.delivered), run.summary, history.stats, unit.planned_after, error)
 
 
-def write_unit(index: int, spill: str, first_seq: dict[int, int], directory: str, with_frames: bool) -> int:
+def write_unit(
+    index: int, spill: str, first_seq: dict[int, int], directory: str, with_frames: bool, digest: str = "sha256",
+) -> int:
     """Write unit ``index``'s rows (its groups from ``spill``) to ``directory/part-<index>.parquet``;
     returns the row count."""
     from ..output.output import ParquetRows
 
-    writer = ParquetRows(Path(directory), REQUEST_SCHEMA, name=f"part-{index:05d}.parquet")
+    writer = ParquetRows(Path(directory), request_schema(digest), name=f"part-{index:05d}.parquet")
     groups = read_groups(spill_path(spill, index))
     for columns in expand_columns(groups, dict(first_seq), with_frames, REQUEST_SCHEMA.names):
         writer.write_columns(columns)

@@ -63,6 +63,7 @@ def replay_dataframe(
     ibp: MetadataVersion | None = None,
     correct_offline: bool = False,
     with_frames: bool = False,
+    digest: Literal["sha256", "none"] = "sha256",
     unit_bytes: int | None = None,
     work_dir: str | os.PathLike[str] | None = None,
 ) -> DataFrame:
@@ -78,7 +79,7 @@ def replay_dataframe(
     snapshot = from_snapshot if from_snapshot in (None, "newest") else os.path.abspath(os.fspath(from_snapshot))
     job = ReplayJob(source_path, from_snapshot=snapshot, skip_corrupt=skip_corrupt, coalesce=coalesce,
                     targets=targets, controller_id=controller_id, zk_controller_epoch=zk_controller_epoch, ibp=ibp,
-                    correct_offline=correct_offline, with_frames=with_frames, unit_bytes=unit_bytes)
+                    correct_offline=correct_offline, with_frames=with_frames, digest=digest, unit_bytes=unit_bytes)
     history = open_history(source_path, from_snapshot=snapshot, skip_corrupt=skip_corrupt)
     job, _controller = controller_at_start(job, history)
     requests_dir = os.path.join(_work_dir(work_dir), "requests")
