@@ -8,6 +8,8 @@ Rules of this module:
 - So the rows are the Parquet output's (rows.REQUEST_SCHEMA: the same values, the delta's first
   and last offsets included) plus ``delta_time``, the delta's timestamp (the ``timestamp`` column,
   ms) as a TIMESTAMP; columns in schema.REQUESTS_ARROW's order.
+  ``digest="none"``: the requests are sized, not encoded (rows.py's sizes-only rule): the same
+  rows and columns, sha256 null; with_frames is then refused.
 - The controller id where the replay starts follows the CLI's rule (job.controller_at_start: from
   a snapshot, the KRaft leader of the last LeaderChange below it).
 - ``work_dir``: where the parts are written. Every executor must reach it (a shared filesystem

@@ -112,3 +112,17 @@ def test_cli_writes_the_sizes_schema(sample_dir: Path, tmp_path: Path) -> None:
     assert table.schema.equals(SIZES_SCHEMA)
     assert table.column("sha256").null_count == table.num_rows > 0
     assert table.to_pylist() == [dict(r, frame=None) for r in _local(sample_dir, digest="none")]
+
+
+def test_replay_dataframe_takes_the_digest(spark: Any, logs: dict[str, Path], tmp_path: Path) -> None:
+    from ctrlbatch.replay import REQUESTS_SCHEMA, replay_dataframe
+
+    digested = _local(logs["g4"])
+    frame = replay_dataframe(spark, logs["g4"], digest="none", work_dir=tmp_path / "w")
+    assert frame.schema == REQUESTS_SCHEMA  # the DataFrame's schema whatever the digest
+    got = [r.asDict() for r in frame.orderBy("delta", "broker", "seq").collect()]
+    for row in got:
+        del row["delta_time"]
+    _same_but_sha(got, sorted(digested, key=lambda r: (r["delta"], r["broker"], r["seq"])))
+    with pytest.raises(ValueError, match="--with-frames: there are no frames to keep with --digest none"):
+        replay_dataframe(spark, logs["g4"], digest="none", with_frames=True, work_dir=tmp_path / "w2")
