@@ -1,10 +1,12 @@
 """Generates the sizer of one (message, version): the length encode would write, without writing.
 
-Rules: Kafka sizes a message before serialising it (MessageSizeAccumulator.java, and each
-generated message's addSize: fixed widths, then per field its length prefix -- a varint of
-length + 1 when compact, int16 for a classic string, int32 for a classic array or bytes --,
-a nullable struct's one byte, and in flexible versions the tagged section: the count as a
-varint, then per tag varint(tag) + varint(size) + size). This generator walks the spec the way
+Rules: Kafka sizes a message before serialising it (clients/.../protocol/MessageSizeAccumulator.java:22-55,
+the addSize method MessageDataGenerator.java:1057-1103 writes into every generated message, 3.9):
+fixed widths, then per field its length prefix -- a varint of length + 1 when compact
+(ByteUtils.sizeOfUnsignedVarint, ByteUtils.java:493), int16 for a classic string, int32 for a
+classic array or bytes (MessageDataGenerator.java:1180-1240) --, a nullable struct's one byte,
+and in flexible versions the tagged section: the count as a varint, then per tag varint(tag) +
+varint(size) + size (MessageDataGenerator.java:1084-1101, 1148-1171). This generator walks the spec the way
 gen_encoder.py does (same `fields_at`, same absent-field check, same compact-string choice,
 same null and string-length refusals), so `size(o) == len(encode(o))` for every object the
 encoder accepts: tests/requests/test_sizes.py checks it for every message and version. It

@@ -22,7 +22,7 @@ from ctrlbatch.batch.builders import (
     UpdateMetadataBuilder,
     shared_body,
 )
-from ctrlbatch.batch.request_batch import _live_brokers
+from ctrlbatch.batch.request_batch import live_brokers
 from ctrlbatch.context import ControllerContext, MetadataVersion
 from ctrlbatch.requests import (
     LeaderAndIsrLiveLeader,
@@ -116,7 +116,7 @@ def test_leader_and_isr_size_body(data: st.DataObject, version: int, update_type
 @given(data=st.data(), version=st.integers(0, 8), update_type=st.integers(0, 2), kraft=st.booleans())
 def test_update_metadata_size_body(data: st.DataObject, version: int, update_type: int, kraft: bool) -> None:
     ids = data.draw(st.lists(st.integers(0, 1000), unique=True, max_size=5))
-    live = _live_brokers(tuple(data.draw(brokers(i)) for i in ids), version)
+    live = live_brokers(tuple(data.draw(brokers(i)) for i in ids), version)
     states = [
         UpdateMetadataPartitionState(
             topic_name=data.draw(_names), partition_index=data.draw(st.integers(0, 9)), leader=data.draw(st.integers(-2, 20)),
