@@ -11,6 +11,7 @@ Requests go to a Transport (send(broker_id, OutboundRequest, callback)); Recordi
 keeps them for inspection. `ctrlbatch demo` runs the failover scenario (demo.py).
 """
 
+from ctrlbatch.common.tuning import gc_paused
 from ctrlbatch.context import IllegalStateError
 
 from .builders import LeaderAndIsrBuilder, SharedBody, StopReplicaBuilder, UpdateMetadataBuilder
@@ -21,7 +22,6 @@ from .events import (
     UpdateMetadataResponseReceived,
     UpdateType,
 )
-from .gc_pause import gc_paused
 from .request_batch import STATE_CHANGE_LOGGER, ControllerBrokerRequestBatch
 from .transport import OutboundRequest, RecordingTransport, ResponseCallback, Transport
 from .versions import leader_and_isr_version, stop_replica_version, update_metadata_version

@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctrlbatch.common.errors import CommandError
+from ctrlbatch.common.tuning import gc_paused
 from ctrlbatch.context import MetadataVersion
 from ctrlbatch.requests import APIS, decode_request
 
-from .gc_pause import gc_paused
 from .scenarios import Cluster, HoldingTransport, build_context, failover
 from .transport import OutboundRequest
 
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     ctx, entries = build_context(c)
     t1 = time.perf_counter()
     transport = HoldingTransport()
-    with gc_paused():  # a bulk batch of acyclic objects: see gc_pause.py
+    with gc_paused():  # a bulk batch of acyclic objects: see common/tuning.py
         batch = failover(ctx, entries, c, transport, mv)
         t2 = time.perf_counter()
         batch.send_requests_to_brokers(c.controller_epoch)

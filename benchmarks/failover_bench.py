@@ -12,7 +12,7 @@ each broker count in its own process), and the ratio of that memory at 100 broke
 brokers for the same partitions. Targets: whole scenario <= 2.0 s (median) on one core with the
 default garbage collection; memory(100 brokers) <= 1.1x memory(10 brokers).
 The 100-broker run is timed twice: with CPython's default garbage collection, and inside
-ctrlbatch.batch.gc_paused() (the collector held off for the batch; see batch/gc_pause.py),
+ctrlbatch.batch.gc_paused() (the collector held off for the batch; see common/tuning.py),
 which is the peer measured in the same run. A gc_paused() run is charged the collection it held
 off: gc.collect(1) right after the pause (the young generations, where everything the run made
 and still holds sits), timed into it; so the ratio between the two says what holding the

@@ -46,6 +46,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "small_batch_bench": (),
     "channel_bench": (),
     "sim_bench": (),
+    "controller_bench": (),
     "server_attack_bench": (),
     "registration_bench": (),
     "replay_abuse_bench": (),
@@ -55,7 +56,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "sizes_bench": (),
     "tables_bench": ("--reuse-big",),
 }
-SLOW = frozenset({"replay_bench", "sizes_bench", "tables_bench"})  # run only with --with-replay
+SLOW = frozenset({"replay_bench", "sizes_bench", "tables_bench", "controller_bench"})  # run only with --with-replay
 
 RESULT_KEYS = frozenset(
     {"benchmark", "started", "when", "seconds", "python", "load_average_start", "load_average_end", "nproc",

@@ -2,7 +2,7 @@
 
 Runs ``replay_spark`` (local[2], no rows written: the plan and the replay phases only) twice on
 the same log in one process: once with the serial plan (one task reads the whole log: what
-spark_plan did before spark_ranges) and once with the parallel plan. Prints, with the load
+spark/plan.py did before spark/ranges.py) and once with the parallel plan. Prints, with the load
 average beside each figure: the plan's wall and its phases, the run's wall, the plan's share of
 the run's wall, and the serial work (the planning task, if any, plus the driver's own CPU: cuts,
 combining the net effects, pickling the units) against the CPU of the whole run (this process's

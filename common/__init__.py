@@ -1,11 +1,12 @@
 """ctrlbatch.common: what every layer may import (the domain, the servers and the command line).
 
 Rules: nothing here imports another ctrlbatch package. ``CommandError`` is a failure a person can
-act on (the command line turns it into ``ctrlbatch NAME: error: ...`` and exit status 1);
+act on (the command line turns it into ``ctrlbatch NAME: error: ...`` and exit status 1), and
+``os_error_line`` the one line an OS error becomes;
 ``Progress`` reports long work on standard error.
 """
 
-from .errors import CommandError
+from .errors import CommandError, os_error_line
 from .progress import Progress
 
-__all__ = ["CommandError", "Progress"]
+__all__ = ["CommandError", "Progress", "os_error_line"]

@@ -17,6 +17,13 @@ from .controller_context import (
     INITIAL_CONTROLLER_EPOCH_ZK_VERSION,
     ControllerContext,
 )
+from .controller_states import (
+    PARTITION_VALID_PREVIOUS_STATES,
+    REPLICA_VALID_PREVIOUS_STATES,
+    PartitionAndReplica,
+    PartitionState,
+    ReplicaState,
+)
 from .errors import BrokerEndPointNotAvailableError, IllegalStateError
 from .leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, LeaderRecoveryState
 from .metadata_version import MetadataVersion
@@ -28,6 +35,8 @@ from .uuids import ZERO_UUID, kafka_uuid_string
 __all__ = [
     "INITIAL_CONTROLLER_EPOCH",
     "INITIAL_CONTROLLER_EPOCH_ZK_VERSION",
+    "PARTITION_VALID_PREVIOUS_STATES",
+    "REPLICA_VALID_PREVIOUS_STATES",
     "ZERO_UUID",
     "Broker",
     "BrokerEndPointNotAvailableError",
@@ -41,7 +50,10 @@ __all__ = [
     "LeaderRecoveryState",
     "MetadataVersion",
     "Node",
+    "PartitionAndReplica",
+    "PartitionState",
     "ReplicaAssignment",
+    "ReplicaState",
     "SecurityProtocol",
     "TopicPartition",
     "UpdateMetadataHints",

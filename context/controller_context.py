@@ -1,9 +1,26 @@
 """``ControllerContext``: the ZooKeeper-mode controller's in-memory view of the cluster.
 
 Rules:
-- Mirrors Kafka's ``kafka.controller.ControllerContext`` for the state the request batch reads
-  (it implements ``ControllerChannelContext``) and the mutators that set that state up; controller
-  metrics and the partition/replica state machines' maps are left out.
+- Mirrors Kafka's ``kafka.controller.ControllerContext`` (CC = core/src/main/scala/kafka/
+  controller/ControllerContext.scala, 3.9) for the state the request batch reads (it implements
+  ``ControllerChannelContext``), the mutators that set that state up, and the state machines'
+  fields (reference kafka-zk-controller.md §6): partition and replica states, the deletion and
+  reassignment sets, and ``offline_partition_count``.
+- State machines' maps (CC:92-93, 387-423, 546-547): ``put_partition_state`` keeps
+  ``offline_partition_count`` as Kafka does (+1 entering Offline, -1 leaving it, only for topics
+  whose deletion has not started, CC:403-423); ``put_partition_state_if_not_exists`` counts as a
+  move from NonExistent when it stored the state. ``partition_state`` / ``replica_state`` raise
+  KeyError for an unknown key (Scala's ``map(key)``). Replica states are indexed per topic
+  (topic -> (partition, replica) -> state), so the per-topic queries (``replicas_in_state``,
+  ``are_all_replicas_in_state``, ``is_any_replica_in_state``) look at the topic's replicas only,
+  as Kafka's do through ``replicasForTopic``; ``remove_topic`` drops a topic's maps in O(its
+  size). ``preferred_replica_imbalance_count()`` is computed on demand (one scan) instead of on
+  every leadership put, so the replay's hot paths pay nothing for it.
+- ``remove_topic`` is Kafka's (CC:320-337): it leaves the topic's partition states, replica
+  states and reassignment marks alone. After a completed deletion the partitions are
+  NonExistentPartition and the replica states are gone already; a topic whose znode vanished
+  otherwise keeps its states, so a re-created topic meets them exactly as in Kafka (invalid
+  New transitions logged, Online -> Online elections). ``reset_context`` clears everything.
 - Brokers: ``set_live_brokers`` replaces both the live set and the epoch map; ``add_live_brokers``
   adds to both. ``shutting_down_broker_ids`` is a separate mutable set: a shutting-down broker stays
   "live or shutting down" but is no longer "live", and its replicas count as offline.
@@ -33,6 +50,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .broker import Broker
+from .controller_states import (
+    PARTITION_VALID_FROM,
+    REPLICA_VALID_FROM,
+    PartitionAndReplica,
+    PartitionState,
+    ReplicaState,
+)
 from .errors import IllegalStateError
 from .leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from .replica_assignment import ReplicaAssignment
@@ -68,6 +92,11 @@ class ControllerContext:
         "_topics_to_be_deleted",
         "_topics_with_deletion_started",
         "broker_membership_version",
+        "offline_partition_count",
+        "_partition_states",
+        "_replica_states",
+        "_topics_ineligible_for_deletion",
+        "_partitions_being_reassigned",
     )
 
     def __init__(self) -> None:
@@ -89,6 +118,13 @@ class ControllerContext:
         # Bumped on every change of the live-or-shutting-down broker set; lets the batch skip
         # re-adding an unchanged broker set on every LeaderAndIsr add (an optional hint).
         self.broker_membership_version: int = 0
+        # The state machines' fields (CC:78, 91-93, 118): empty until a state machine runs.
+        self.offline_partition_count: int = 0
+        self._partition_states: dict[TopicPartition, PartitionState] = {}
+        # topic -> (partition, replica) -> state: int-pair keys hash in C.
+        self._replica_states: dict[str, dict[tuple[int, int], ReplicaState]] = {}
+        self._topics_ineligible_for_deletion: set[str] = set()
+        self._partitions_being_reassigned: set[TopicPartition] = set()
 
     def __repr__(self) -> str:
         return (
@@ -421,12 +457,262 @@ class ControllerContext:
     def topics_with_deletion_started(self) -> AbstractSet[str]:
         return self._topics_with_deletion_started
 
+    # ------------------------------------------------ topic deletion (TDM's sets)
+
+    @property
+    def topics_ineligible_for_deletion(self) -> set[str]:
+        """CC:118: queued topics whose deletion is halted (TopicDeletionManager mutates it)."""
+        return self._topics_ineligible_for_deletion
+
+    def is_topic_eligible_for_deletion(self, topic: str) -> bool:
+        """CC:363-365: queued and not ineligible."""
+        return topic in self._topics_to_be_deleted and topic not in self._topics_ineligible_for_deletion
+
+    # ---------------------------------------------------------- reassignments
+
+    @property
+    def partitions_being_reassigned(self) -> set[TopicPartition]:
+        """CC:91: partitions with a reassignment in progress (the controller mutates it)."""
+        return self._partitions_being_reassigned
+
+    # ------------------------------------------------------- partition states
+
+    @property
+    def partition_states(self) -> Mapping[TopicPartition, PartitionState]:
+        return MappingProxyType(self._partition_states)
+
+    def put_partition_state(self, partition: TopicPartition, target_state: PartitionState) -> None:
+        """CC:403-406: store the state and keep ``offline_partition_count``."""
+        current = self._partition_states.get(partition, PartitionState.NonExistentPartition)
+        self._partition_states[partition] = target_state
+        self._update_partition_state_metrics(partition, current, target_state)
+
+    def _update_partition_state_metrics(
+        self, partition: TopicPartition, current: PartitionState, target: PartitionState
+    ) -> None:
+        """CC:408-418: count Offline partitions of topics whose deletion has not started."""
+        if partition.topic not in self._topics_with_deletion_started:
+            offline = PartitionState.OfflinePartition
+            if current is not offline and target is offline:
+                self.offline_partition_count += 1
+            elif current is offline and target is not offline:
+                self.offline_partition_count -= 1
+
+    def put_partition_state_if_not_exists(self, partition: TopicPartition, state: PartitionState) -> None:
+        """CC:420-423: store ``state`` unless one is there; a stored one counts as a move from NonExistent."""
+        if self._partition_states.setdefault(partition, state) is state:
+            self._update_partition_state_metrics(partition, PartitionState.NonExistentPartition, state)
+
+    def partition_state(self, partition: TopicPartition) -> PartitionState:
+        """CC:429-431 (KeyError for an unknown partition, as Scala's ``map(key)``)."""
+        return self._partition_states[partition]
+
+    def partitions_in_states(
+        self, states: Iterable[PartitionState], topic: str | None = None
+    ) -> set[TopicPartition]:
+        """CC:433-447: partitions in one of ``states``; of ``topic`` only when given (its partitions only)."""
+        wanted = frozenset(states)
+        if topic is None:
+            return {tp for tp, s in self._partition_states.items() if s in wanted}
+        partition_states = self._partition_states
+        return {tp for tp in self.partitions_for_topic(topic) if partition_states[tp] in wanted}
+
+    def partitions_in_state(self, state: PartitionState, topic: str | None = None) -> set[TopicPartition]:
+        return self.partitions_in_states((state,), topic)
+
+    # --------------------------------------------------------- replica states
+
+    @property
+    def replica_states(self) -> dict[PartitionAndReplica, ReplicaState]:
+        """Every replica state, as one new dict (a copy: O(replicas))."""
+        return {
+            PartitionAndReplica(TopicPartition(topic, p), r): state
+            for topic, states in self._replica_states.items()
+            for (p, r), state in states.items()
+        }
+
+    def put_replica_state(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
+        tp = replica.topic_partition
+        states = self._replica_states.get(tp.topic)
+        if states is None:
+            states = self._replica_states[tp.topic] = {}
+        states[(tp.partition, replica.replica)] = state
+
+    def put_replica_state_if_not_exists(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
+        tp = replica.topic_partition
+        states = self._replica_states.get(tp.topic)
+        if states is None:
+            states = self._replica_states[tp.topic] = {}
+        states.setdefault((tp.partition, replica.replica), state)
+
+    def remove_replica_state(self, replica: PartitionAndReplica) -> None:
+        tp = replica.topic_partition
+        states = self._replica_states.get(tp.topic)
+        if states is not None:
+            states.pop((tp.partition, replica.replica), None)
+
+    def replica_state(self, replica: PartitionAndReplica) -> ReplicaState:
+        """CC:425-427 (KeyError for an unknown replica)."""
+        tp = replica.topic_partition
+        try:
+            return self._replica_states[tp.topic][(tp.partition, replica.replica)]
+        except KeyError:
+            raise KeyError(replica) from None
+
+    def replica_state_or_none(self, replica: PartitionAndReplica) -> ReplicaState | None:
+        tp = replica.topic_partition
+        states = self._replica_states.get(tp.topic)
+        return None if states is None else states.get((tp.partition, replica.replica))
+
+    def _topic_replica_states(self, topic: str) -> Iterable[tuple[int, int, ReplicaState]]:
+        """(partition, replica, state) for every assigned replica of ``topic``, in assignment
+        order (KeyError for a replica without a state, as Kafka's ``replicaStates(replica)``)."""
+        states = self._replica_states.get(topic, {})
+        for partition, assignment in self._partition_assignments.get(topic, _NO_ASSIGNMENTS).items():
+            for r in assignment.replicas:
+                try:
+                    yield partition, r, states[(partition, r)]
+                except KeyError:
+                    raise KeyError(PartitionAndReplica(TopicPartition(topic, partition), r)) from None
+
+    def replicas_for_topic(self, topic: str) -> set[PartitionAndReplica]:
+        """CC:261-268: every replica of every partition of ``topic``, from the assignments."""
+        return {
+            PartitionAndReplica(TopicPartition(topic, partition), r)
+            for partition, assignment in self._partition_assignments.get(topic, _NO_ASSIGNMENTS).items()
+            for r in assignment.replicas
+        }
+
+    def replicas_for_partition(self, partitions: Iterable[TopicPartition]) -> set[PartitionAndReplica]:
+        """CC:297-302."""
+        return {PartitionAndReplica(tp, r) for tp in partitions for r in self.partition_replica_assignment(tp)}
+
+    def replicas_on_brokers(self, broker_ids: Iterable[int]) -> set[PartitionAndReplica]:
+        """CC:250-260: replicas assigned to any of ``broker_ids`` (one scan of the assignments)."""
+        ids = frozenset(broker_ids)
+        out: set[PartitionAndReplica] = set()
+        for topic, assignments in self._partition_assignments.items():
+            for partition, assignment in assignments.items():
+                hosted = ids.intersection(assignment.replicas)
+                if hosted:
+                    tp = TopicPartition(topic, partition)
+                    out.update(PartitionAndReplica(tp, b) for b in hosted)
+        return out
+
+    def online_and_offline_replicas(self) -> tuple[set[PartitionAndReplica], set[PartitionAndReplica]]:
+        """CC:280-295: every assigned replica, split by ``is_replica_online``."""
+        online: set[PartitionAndReplica] = set()
+        offline: set[PartitionAndReplica] = set()
+        is_online = self.is_replica_online
+        for topic, assignments in self._partition_assignments.items():
+            for partition, assignment in assignments.items():
+                tp = TopicPartition(topic, partition)
+                for r in assignment.replicas:
+                    (online if is_online(r, tp) else offline).add(PartitionAndReplica(tp, r))
+        return online, offline
+
+    def replicas_in_state(self, topic: str, state: ReplicaState) -> set[PartitionAndReplica]:
+        """CC:371-373: the topic's replicas in ``state`` (KeyError for a replica without a state)."""
+        states = self._replica_states.get(topic, {})
+        out: set[PartitionAndReplica] = set()
+        for partition, assignment in self._partition_assignments.get(topic, _NO_ASSIGNMENTS).items():
+            tp = None
+            for r in assignment.replicas:
+                current = states.get((partition, r))
+                if current is None:
+                    raise KeyError(PartitionAndReplica(TopicPartition(topic, partition), r))
+                if current is state:
+                    tp = tp or TopicPartition(topic, partition)
+                    out.add(PartitionAndReplica(tp, r))
+        return out
+
+    def are_all_replicas_in_state(self, topic: str, state: ReplicaState) -> bool:
+        """CC:375-377 (true for a topic without replicas)."""
+        return all(s is state for _, _, s in self._topic_replica_states(topic))
+
+    def is_any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
+        """CC:379-381."""
+        return any(s is state for _, _, s in self._topic_replica_states(topic))
+
+    def check_valid_partition_state_change(
+        self, partitions: Iterable[TopicPartition], target_state: PartitionState
+    ) -> tuple[list[TopicPartition], list[TopicPartition]]:
+        """CC:387-389, 546-547: (valid, invalid) moves to ``target_state``; every partition needs a state."""
+        valid_from = PARTITION_VALID_FROM[target_state]
+        states = self._partition_states
+        valid: list[TopicPartition] = []
+        invalid: list[TopicPartition] = []
+        for tp in partitions:
+            (valid if states[tp] in valid_from else invalid).append(tp)
+        return valid, invalid
+
+    def check_valid_replica_state_change(
+        self, replicas: Iterable[PartitionAndReplica], target_state: ReplicaState
+    ) -> tuple[list[PartitionAndReplica], list[PartitionAndReplica]]:
+        """CC:383-385, 543-544: (valid, invalid) moves to ``target_state``; every replica needs a state."""
+        valid_from = REPLICA_VALID_FROM[target_state]
+        valid: list[PartitionAndReplica] = []
+        invalid: list[PartitionAndReplica] = []
+        for r in replicas:
+            (valid if self.replica_state(r) in valid_from else invalid).append(r)
+        return valid, invalid
+
+    # ------------------------------------------------------ leadership queries
+
+    def partitions_with_offline_leader(self) -> set[TopicPartition]:
+        """CC:479-484: cached leader not online, topic not queued for deletion."""
+        online = self.is_replica_online
+        queued = self._topics_to_be_deleted
+        return {
+            tp
+            for tp, info in self._partition_leadership_info.items()
+            if not online(info.leader_and_isr.leader, tp) and tp.topic not in queued
+        }
+
+    def partition_leaders_on_broker(self, broker_id: int) -> set[TopicPartition]:
+        """CC:486-492: partitions led by ``broker_id`` with more than one replica, topic not queued."""
+        queued = self._topics_to_be_deleted
+        return {
+            tp
+            for tp, info in self._partition_leadership_info.items()
+            if info.leader_and_isr.leader == broker_id
+            and tp.topic not in queued
+            and len(self.partition_replica_assignment(tp)) > 1
+        }
+
+    def preferred_replica_imbalance_count(self) -> int:
+        """CC:79, 502-541, computed on demand: partitions with leadership, topic not queued,
+        whose leader is not the preferred replica (the assignment's head). A reassigning
+        partition whose head is being added counts only while the head is in the ISR."""
+        count = 0
+        queued = self._topics_to_be_deleted
+        for tp, info in self._partition_leadership_info.items():
+            if tp.topic in queued:
+                continue
+            assignment = self._assignment(tp)
+            if assignment is None or not assignment.replicas:
+                continue
+            head = assignment.replicas[0]
+            lai = info.leader_and_isr
+            if assignment.is_being_reassigned and head in assignment.adding_replicas:
+                balanced = head not in lai.isr
+            else:
+                balanced = lai.leader == head
+            if not balanced:
+                count += 1
+        return count
+
     # ------------------------------------------------------------------ reset
 
     def reset_context(self) -> None:
-        """Forget everything, as a controller does when it resigns."""
+        """Forget everything, as a controller does when it resigns (CC:304-313)."""
         self._topics_to_be_deleted.clear()
         self._topics_with_deletion_started.clear()
+        self._topics_ineligible_for_deletion.clear()
+        self._partitions_being_reassigned.clear()
+        self._partition_states.clear()
+        self._replica_states.clear()
+        self.offline_partition_count = 0
         self.shutting_down_broker_ids.clear()
         self.epoch = INITIAL_CONTROLLER_EPOCH
         self.epoch_zk_version = INITIAL_CONTROLLER_EPOCH_ZK_VERSION

@@ -1,11 +1,20 @@
-"""SimCluster: a controller endpoint, N simulated brokers and the network channel on one asyncio loop.
+"""SimCluster: a controller, N simulated brokers and the network channel, with heartbeats on a thread of their own.
 
 Rules:
 - Everything binds to 127.0.0.1. Brokers are ZooKeeper-mode brokers with migration enabled that
-  register with the endpoint by themselves (lifecycle.py); the controller is a KRaft controller
-  driving them (kraft_controller requests, the registration epoch as broker epoch).
-- Registration events drive the SimController through a membership.Membership; a controller
-  that renounces (after an UNKNOWN_SERVER_ERROR) starts a new term with SimController.failover().
+  register and heartbeat with the controller endpoint by themselves (lifecycle.py). The endpoint
+  and every broker's heartbeats run on the RegistrationPlane's thread (registration_plane.py);
+  the brokers' listeners, the channel and the controller run on the caller's loop, big requests
+  on handler threads. So no controller step or broker's work holds a heartbeat back.
+- ``controller="zk"``: Kafka's ZooKeeper-mode KafkaController (zk_driver.py), membership from
+  the in-memory store's broker registrations, which expire when the endpoint fences a broker.
+  ``controller="kraft"``: today's KRaft controller in migration mode (kraft_driver.py:
+  SimController behind the endpoint's membership events; a controller that renounces after an
+  UNKNOWN_SERVER_ERROR starts a new term with SimController.failover()).
+- Memory: the brokers share one MemoryPool (``broker_memory_bytes``), as processes on one machine
+  share its memory; a frame that does not fit waits in its socket (memory_pool.py).
+- Fencing is accounted: a broker fenced that no scenario step crashed or shut down is listed in
+  ``unexpected_fences``; a run with any, or with no live broker, has not converged.
 - The harness records, per broker, what the controller handed to the channel (the body bytes, in
   order) and when the broker was removed, so invariants.py can check delivery, ordering and that
   nothing reached a removed broker. ``converged()`` compares every live broker's metadata cache
@@ -29,14 +38,20 @@ from ctrlbatch.context import Broker, MetadataVersion
 from ctrlbatch.transport import AsyncControllerChannel
 
 from .broker_server import BrokerFaults, Received, SimulatedBroker
-from .controller_logic import SimController, expected_view
+from .controller_logic import expected_view
 from .controller_server import ControllerEndpoint
-from .controller_state import BrokerEvent, ControllerConfig
+from .controller_state import BrokerEvent, ControllerConfig, EventKind, Registration
+from .kraft_driver import KraftDriver
 from .lifecycle import BrokerLifecycle
-from .membership import Membership
+from .memory_pool import MemoryPool
+from .metadata_cache import MatchMemo
+from .registration_plane import RegistrationPlane
 from .shared_decode import SharedDecoder
+from .zk_driver import ZkDriver, ZkOptions
 
-__all__ = ["ClusterConfig", "Period", "SimCluster"]
+__all__ = ["CONTROLLERS", "ClusterConfig", "Period", "SimCluster"]
+
+CONTROLLERS = ("zk", "kraft")
 
 _log = logging.getLogger("ctrlbatch.sim.cluster")
 
@@ -47,17 +62,31 @@ class ClusterConfig:
     cluster_id: str = "sim-cluster"
     metadata_version: MetadataVersion = MetadataVersion.IBP_3_9_IV0
     session_timeout_ms: int = 9000
-    heartbeat_interval: float = 0.5
+    """broker.session.timeout.ms (KRaft) / zookeeper.session.timeout.ms (18 s in Kafka 3.9's ZooKeeper
+    mode; 9 s here for both)."""
+    heartbeat_interval: float = 2.0
+    """broker.heartbeat.interval.ms, in seconds."""
     request_timeout_ms: int = 30000
     backoff_ms: int = 100
     record: bool = True
     controller_id: int = 3000
     share_decoding: bool = True
     """Brokers decode each distinct body once (shared_decode.py): N brokers in one process."""
+    broker_memory_bytes: int = 256 * 1024 * 1024
+    """Request bytes all simulated brokers of the process hold at once (one MemoryPool, the server's
+    queued.max.request.bytes, shared: they share one machine's memory). A broker whose frame does
+    not fit leaves it in its socket until memory comes back."""
+    controller: str = "kraft"
+    """"zk" (Kafka's KafkaController over the in-memory store) or "kraft" (see the module rules)."""
+    zk: ZkOptions = attrs.field(factory=ZkOptions)
 
     def __attrs_post_init__(self) -> None:
         if self.brokers < 1:
             raise ValueError(f"brokers must be >= 1, got {self.brokers}")
+        if self.broker_memory_bytes < 1:
+            raise ValueError(f"broker_memory_bytes must be >= 1, got {self.broker_memory_bytes}")
+        if self.controller not in CONTROLLERS:
+            raise ValueError(f"controller must be one of {', '.join(CONTROLLERS)}, got {self.controller!r}")
 
 
 @attrs.define
@@ -107,26 +136,32 @@ class _RecordingChannel:
 
 
 class SimCluster:
-    """``async with SimCluster(ClusterConfig(brokers=5)) as c: c.controller.create_topics(...)``."""
+    """``async with SimCluster(ClusterConfig(brokers=5, controller="zk")) as c: c.driver.create_topics(...)``."""
 
-    def __init__(self, config: ClusterConfig, *, faults: dict[int, BrokerFaults] | None = None) -> None:
+    def __init__(self, config: ClusterConfig, *, faults: dict[int, BrokerFaults] | None = None,
+                 controller: str | None = None) -> None:
+        if controller is not None:  # SimCluster(config, controller="zk") is ClusterConfig(controller="zk")
+            config = attrs.evolve(config, controller=controller)
         self.config = config
         self.faults = faults or {}
-        self.endpoint = ControllerEndpoint(
-            ControllerConfig(cluster_id=config.cluster_id, metadata_version=config.metadata_version, migration_enabled=True,
-                             session_timeout_ms=config.session_timeout_ms),
-            on_events=self._on_events, leads_partitions=self._leads_partitions,
-            # re-elected after renouncing: the new term syncs the brokers, as after a failover
-            on_renounce=lambda _epoch: self.controller.failover(),
-        )
         self.channel = AsyncControllerChannel(
             controller_id=config.controller_id, request_timeout_ms=config.request_timeout_ms, backoff_ms=config.backoff_ms,
             metrics_log_interval_ms=None,
         )
         self.recording = _RecordingChannel(self.channel, self)
-        self.controller = SimController(self.recording, controller_id=config.controller_id,
-                                        metadata_version=config.metadata_version)
-        self.membership = Membership(self.controller)
+        self.driver: KraftDriver | ZkDriver
+        if config.controller == "zk":
+            self.driver = ZkDriver(self.recording, config.zk, on_broker_epoch=self._set_zk_epoch)
+        else:
+            self.driver = KraftDriver(self.recording, controller_id=config.controller_id,
+                                      metadata_version=config.metadata_version)
+        self.plane: RegistrationPlane | None = None
+        self.endpoint = ControllerEndpoint(
+            ControllerConfig(cluster_id=config.cluster_id, metadata_version=config.metadata_version, migration_enabled=True,
+                             session_timeout_ms=config.session_timeout_ms,
+                             heartbeat_interval_ms=max(1, int(config.heartbeat_interval * 1000))),
+            leads_partitions=self._leads_partitions,
+        )
         self.brokers: dict[int, SimulatedBroker] = {}
         self.lifecycles: dict[int, BrokerLifecycle] = {}
         self.periods: dict[int, list[Period]] = {}
@@ -135,9 +170,18 @@ class SimCluster:
         self.violations: list[str] = []
         self.event_log: list[BrokerEvent] = []
         self.on_event: Callable[[BrokerEvent], None] | None = None
+        self.expected_gone: set[int] = set()
+        """Brokers a step crashed or shut down: their fencing is expected."""
+        self.unexpected_fences: list[int] = []
+        """Brokers fenced (or forgotten) that no step took down, in order."""
 
     def __repr__(self) -> str:
-        return f"SimCluster({len(self.brokers)} brokers, {self.controller!r})"
+        return f"SimCluster({len(self.brokers)} brokers, {self.driver!r})"
+
+    @property
+    def controller(self) -> Any:
+        """The controller object: SimController (kraft) or the active KafkaController (zk)."""
+        return self.driver.controller if isinstance(self.driver, KraftDriver) else self.driver.kc
 
     async def __aenter__(self) -> SimCluster:
         await self.start()
@@ -149,24 +193,45 @@ class SimCluster:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self, timeout: float = 30.0) -> None:
-        await self.endpoint.start()
+        loop = asyncio.get_running_loop()
+        self.plane = RegistrationPlane()
+        self.endpoint.on_events = self._forward_events(loop)
+        self.endpoint.on_renounce = RegistrationPlane.forward(loop, self._renounced)
+        await self.plane.call(self.endpoint.start)
         self.channel.startup()
+        self.driver.start()
         decoder = SharedDecoder() if self.config.share_decoding else None
+        pool = MemoryPool(self.config.broker_memory_bytes)
         for b in range(self.config.brokers):
             broker = SimulatedBroker(b, 1000 + b, migration_enabled=True, faults=self.faults.get(b), record=self.config.record,
                                      on_request=self._on_request, decoder=decoder)
+            broker.server.pool = pool  # see ClusterConfig.broker_memory_bytes
             self.brokers[b] = broker
             await broker.start()
         for b in self.brokers:
-            self._start_lifecycle(b)
+            await self._start_lifecycle(b)
         await self.wait_for(lambda: all(lc.running.is_set() for lc in self.lifecycles.values()), timeout, "every broker running")
-        # A broker joins the controller's view when unfenced (membership.py): wait until every one
-        # has, and its first UpdateMetadata was delivered (so the channel is connected to it).
+        # A broker joins the controller's view when unfenced (membership.py, zk_driver.py): wait
+        # until every one has, and its first UpdateMetadata was delivered.
         await self.wait_for(lambda: len(self.live_broker_ids()) == len(self.brokers), timeout, "every broker in the view")
         if not await self.quiesce(timeout):
             raise TimeoutError(f"timed out after {timeout} s waiting for the brokers' first UpdateMetadata")
 
-    def _start_lifecycle(self, broker_id: int) -> None:
+    def _forward_events(self, loop: asyncio.AbstractEventLoop) -> Callable[[list[BrokerEvent]], None]:
+        """The endpoint's callback, on the plane's thread: the registrations are read there."""
+        deliver = RegistrationPlane.forward(loop, self._on_events)
+
+        def on_events(events: list[BrokerEvent]) -> None:
+            regs = self.endpoint.state.registrations
+            deliver([(e, regs.get(e.broker_id)) for e in events])
+
+        return on_events
+
+    def _renounced(self, _epoch: int) -> None:
+        if isinstance(self.driver, KraftDriver):
+            self.driver.failover()  # re-elected after renouncing: the new term syncs the brokers
+
+    async def _start_lifecycle(self, broker_id: int) -> None:
         broker = self.brokers[broker_id]
         lc = BrokerLifecycle(
             lambda: broker.state, (broker.host, broker.port), (self.endpoint.host, self.endpoint.port), self.config.cluster_id,
@@ -174,15 +239,26 @@ class SimCluster:
             session_timeout=self.config.session_timeout_ms / 1000, metadata_offset=lambda: self.endpoint.state.high_watermark,
         )
         self.lifecycles[broker_id] = lc
-        lc.start()
+        assert self.plane is not None
+        await self.plane.run(lc.start)
+
+    async def _stop_lifecycle(self, broker_id: int) -> None:
+        lc = self.lifecycles[broker_id]
+        assert self.plane is not None
+        await self.plane.call(lc.stop)
 
     async def stop(self) -> None:
-        for lc in self.lifecycles.values():
-            await lc.stop()
+        if self.plane is not None:
+            for b in list(self.lifecycles):
+                await self._stop_lifecycle(b)
+        await self.driver.stop()
         await self.channel.shutdown()
-        for b in self.brokers.values():
-            await b.stop()
-        await self.endpoint.stop()
+        for broker in self.brokers.values():
+            await broker.stop()
+        if self.plane is not None:
+            await self.plane.call(self.endpoint.stop)
+            self.plane.stop()
+            self.plane = None
 
     async def wait_for(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -192,12 +268,16 @@ class SimCluster:
             await asyncio.sleep(0.005)
 
     async def quiesce(self, timeout: float = 30.0) -> bool:
-        """Wait until the channel has nothing queued or in flight and no deletion is pending."""
+        """Wait until the controller has nothing queued, the channel nothing queued or in flight,
+        and no deletion is pending (twice in a row, a few ms apart)."""
         deadline = time.monotonic() + timeout
+        quiet_once = False
         while True:
             idle = await self.channel.wait_until_idle(max(0.0, deadline - time.monotonic()))
-            if idle and self.controller.deletions_pending == 0:
+            quiet = idle and not self.driver.busy and self.driver.deletions_pending == 0
+            if quiet and quiet_once:
                 return True
+            quiet_once = quiet
             if time.monotonic() > deadline:
                 return False
             await asyncio.sleep(0.01)
@@ -206,32 +286,46 @@ class SimCluster:
 
     async def crash(self, broker_id: int) -> None:
         """The broker process dies: no more heartbeats, listener and connections gone."""
-        await self.lifecycles[broker_id].stop()
+        self.expected_gone.add(broker_id)
+        await self._stop_lifecycle(broker_id)
         await self.brokers[broker_id].kill()
 
     async def restart(self, broker_id: int) -> None:
         """The broker comes back (fresh state, same port) and registers a new incarnation."""
         await self.brokers[broker_id].restart()
-        self._start_lifecycle(broker_id)
+        await self._start_lifecycle(broker_id)
 
     async def controlled_shutdown(self, broker_id: int, timeout: float = 30.0) -> None:
-        """The broker asks to shut down through its heartbeats and stops once told to."""
-        lc = self.lifecycles[broker_id]
-        lc.begin_controlled_shutdown()
-        await asyncio.wait_for(lc.shutdown_now.wait(), timeout)
-        await lc.stop()
+        """The broker shuts down cleanly: zk, it asks KafkaController (retrying while partitions
+        remain) and closes its ZooKeeper session; kraft, it asks through its heartbeats and stops
+        once told to."""
+        self.expected_gone.add(broker_id)
+        if isinstance(self.driver, ZkDriver):
+            await self.driver.controlled_shutdown(broker_id, timeout)
+            await self._stop_lifecycle(broker_id)
+            self.driver.close_session(broker_id)
+        else:
+            lc = self.lifecycles[broker_id]
+            lc.begin_controlled_shutdown()
+            await self.wait_for(lc.shutdown_now.is_set, timeout, f"broker {broker_id} to be told to shut down")
+            await self._stop_lifecycle(broker_id)
         await self.brokers[broker_id].kill()
 
     # ------------------------------------------------------------------ events
 
     def _leads_partitions(self, broker_id: int) -> bool:
-        ctx = self.controller.ctx
-        return any(info.leader_and_isr.leader == broker_id for info in ctx.partitions_leadership_info.values())
+        """For the endpoint's thread: kraft mode's controlled shutdown (a set swapped whole)."""
+        return isinstance(self.driver, KraftDriver) and broker_id in self.driver.leaders
 
-    def _on_events(self, events: list[BrokerEvent]) -> None:
-        for e in events:
+    def _set_zk_epoch(self, broker_id: int, epoch: int) -> None:
+        self.brokers[broker_id].state.broker_epoch = epoch
+
+    def _on_events(self, events: list[tuple[BrokerEvent, Registration | None]]) -> None:
+        for e, reg in events:
             self.event_log.append(e)
-            self.membership.apply(self.endpoint.state.registrations, [e])
+            if e.kind in (EventKind.FENCED, EventKind.FORGOTTEN) and e.broker_id not in self.expected_gone:
+                self.unexpected_fences.append(e.broker_id)
+            self.driver.on_broker_event(e, reg)
             if self.on_event is not None:
                 self.on_event(e)
 
@@ -245,12 +339,12 @@ class SimCluster:
     # ------------------------------------------------------------------ results
 
     def live_broker_ids(self) -> list[int]:
-        return sorted(self.controller.ctx.live_or_shutting_down_broker_ids)
+        return self.driver.live_broker_ids()
 
     def converged(self) -> dict[int, bool]:
         """Per live broker: does its metadata cache equal the controller's view?"""
-        want = expected_view(self.controller.ctx)
-        memo: dict[int, Any] = {}  # decoded states shared by brokers are converted once
+        want = expected_view(self.driver.ctx)
+        memo = MatchMemo(want)  # decoded states and maps shared by brokers are compared once
         return {b: self.brokers[b].state.cache.matches(want, memo) for b in self.live_broker_ids()}
 
     def summary(self) -> list[dict[str, Any]]:

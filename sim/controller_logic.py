@@ -1,6 +1,14 @@
-"""SimController: a small ZooKeeper-style controller that drives the batch engine over a channel.
+"""SimController: a small controller that drives the batch engine over a channel (``--controller kraft``).
 
 Rules:
+- It is the kraft mode's controller only (kraft_driver.py); zk mode runs Kafka's own
+  KafkaController (ctrlbatch.controller, zk_driver.py). Its decisions are simplified, not a KRaft
+  controller's (QuorumController/ReplicationControlManager) nor MigrationPropagator's: leaders are
+  "first live ISR replica, else first live replica" (unclean election always on); a crashed
+  broker stays in the ISR of the partitions it followed; reassignment takes the new replicas as
+  caught up at once; controlled shutdown moves leadership in one batch and never leaves a leader
+  in place; topic deletion ignores dead replicas; no preferred or automatic election, no partition
+  expansion, no ISR-change handling.
 - It owns a ControllerContext and one ControllerBrokerRequestBatch whose transport is a channel
   (anything with ``send``, ``add_broker`` and ``remove_broker``: ctrlbatch.transport's channel).
 - Broker membership follows kafka-broker-registration.md §5: a new broker id is added to the
@@ -135,15 +143,15 @@ class SimController:
         if existing:
             self._send(lambda: self.batch.add_update_metadata_request_for_brokers(existing, ()))
         self._send(lambda: self.batch.add_update_metadata_request_for_brokers([broker.id], self._all_partitions()))
-        offline = [tp for tp in self._all_partitions() if self._leader(tp) < 0 and broker.id in self.ctx.partition_replica_assignment(tp)]
         hosted = [tp for tp in self._all_partitions() if broker.id in self.ctx.partition_replica_assignment(tp)]
+        offline = {tp for tp in hosted if self._leader(tp) < 0}  # a set: one pass over hosted, O(hosted)
 
         def build() -> None:
-            for tp in offline:
-                self._elect(tp, exclude=())
-                self._add_leader_and_isr(tp, self._live_replicas(tp))
             for tp in hosted:
-                if tp not in offline:
+                if tp in offline:
+                    self._elect(tp, exclude=())
+                    self._add_leader_and_isr(tp, self._live_replicas(tp))
+                else:
                     self._add_leader_and_isr(tp, [broker.id])
 
         if hosted:

@@ -15,6 +15,10 @@ Rules:
 - The clock is ``time.monotonic`` in milliseconds unless one is given. A background task fences
   brokers whose session expired, at the earliest expiry (checked at least every 100 ms). It
   survives any failure of a round (one log line each, rate-limited) and goes on fencing.
+- A fencing round that wakes more than LATE_S after it asked to has found its own loop
+  overloaded: the heartbeats that arrived meanwhile are still unread in the sockets, so it
+  fences nobody for LATE_S and lets the loop read them first (Kafka's controller likewise
+  refreshes a heartbeat that waited in its overloaded queue instead of fencing, QC:2241-2246).
 - Fault: ``stall(s)`` blocks the event queue for s seconds; a heartbeat kept waiting past half the
   heartbeat interval is answered REQUEST_TIMED_OUT (7).
 - Every BrokerEvent (joined, bounced, fenced...) goes to ``on_events`` with the registration it
@@ -54,6 +58,7 @@ _log = logging.getLogger("ctrlbatch.sim.controller")
 REGISTRATION_APIS = frozenset({62, 63})
 EVENTS_KEPT = 10000
 FENCE_RETRY_S = 0.1
+LATE_S = 0.5
 
 
 def _decode(frame: bytearray) -> DecodedRequest:
@@ -92,6 +97,8 @@ class ControllerEndpoint(Served):
         self.server = FrameServer("controller", REGISTRATION_APIS, self._handle, host=host, port=port, decode=_decode)
         self._expiry: asyncio.Task[None] | None = None
         self._stalled_until = 0.0
+        self.late_rounds = 0
+        """Fencing rounds skipped because the loop woke them late (see the module rules)."""
 
     def __repr__(self) -> str:
         return f"ControllerEndpoint({self.server.host}:{self.server.port}, {self.state!r})"
@@ -178,12 +185,17 @@ class ControllerEndpoint(Served):
         return response
 
     async def _fence_loop(self) -> None:
+        grace_until = 0.0
         while True:
             try:
                 nxt = self.state.next_expiry_ms()
                 wait = 0.1 if nxt is None else min(0.1, max(0.0, (nxt - self.now_ms() + 1) / 1000))
+                asked = time.monotonic() + wait  # real time, whatever the clock: the loop's own lateness
                 await asyncio.sleep(wait)
-                if self.clock() >= self._stalled_until:  # the fencing event waits in the same queue
+                if time.monotonic() - asked > LATE_S:
+                    self.late_rounds += 1
+                    grace_until = time.monotonic() + LATE_S  # see the module rules: read the sockets first
+                if time.monotonic() >= grace_until and self.clock() >= self._stalled_until:  # the fencing event waits in the same queue
                     self._emit(self.state.fence_stale_brokers(self.now_ms()))
             except asyncio.CancelledError:
                 raise

@@ -11,21 +11,36 @@ Rules (kafka-broker-control-requests.md §3.3, cited ZkMC:line):
   cached topic whose id the request does not mention (ZkMC:77-91). Partitions missing from a
   mentioned topic are kept, as in Kafka (ZkMC:92-108 deletes and at once re-adds only new ones).
 - ``view()`` is the comparable content: what must equal the controller's view once quiet.
+- Shared topic maps (copy on write): simulated brokers of one process apply the same decoded
+  UpdateMetadata (shared_decode.py), so a topic whose states in the request carry no deletion and
+  cover every partition the cache holds for it gets the request's own partition map, built once
+  per decoded request and topic and shared by every cache that applies it; a cache copies a shared
+  map before it changes it. The content is what the per-partition merge gives; a full
+  UpdateMetadata costs a broker O(topics), not O(partitions), and N brokers hold one map.
+  A request whose topic states are fewer than the cached partitions of a shared map gives the
+  merge of the two, itself shared by every cache that held that same map (a controlled shutdown
+  touching a few partitions of every topic costs N brokers one merge per topic, not N); an
+  unshared map is merged partition by partition. ``matches`` compares each distinct map content
+  once per pass (``MatchMemo``).
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import logging
+import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
 from ctrlbatch.context import SecurityProtocol, TopicPartition
 from ctrlbatch.requests import ZERO_UUID, UpdateMetadataPartitionState, UpdateMetadataRequest
 
-__all__ = ["CachedBroker", "CacheView", "MetadataCache", "PartitionView", "alive_brokers", "partition_view", "view_digest"]
+__all__ = ["CachedBroker", "CacheView", "MatchMemo", "MetadataCache", "PartitionView", "alive_brokers", "partition_view",
+           "view_digest"]
 
 _log = logging.getLogger("ctrlbatch.sim.broker")
 LEADER_DURING_DELETE = -2
@@ -102,12 +117,91 @@ def alive_brokers(request: UpdateMetadataRequest, version: int) -> dict[int, Cac
     return out
 
 
-def _partition_states(request: UpdateMetadataRequest, version: int) -> list[tuple[str, list[UpdateMetadataPartitionState]]]:
+StateGroup = Sequence[UpdateMetadataPartitionState]
+
+
+def _partition_states(request: UpdateMetadataRequest, version: int) -> list[tuple[str, StateGroup]]:
     """The request's partition states by topic name (v5+ names come from the topic states; the
     states are kept as decoded, their own name field empty)."""
     if version < 5:
-        return [(s.topic_name, [s]) for s in request.ungrouped_partition_states]
-    return [(t.topic_name, list(t.partition_states)) for t in request.topic_states]
+        return [(s.topic_name, (s,)) for s in request.ungrouped_partition_states]
+    return [(t.topic_name, t.partition_states) for t in request.topic_states]
+
+
+PartitionMap = dict[int, UpdateMetadataPartitionState]
+SHARED_REQUESTS = 8
+_shared_maps: collections.OrderedDict[int, tuple[Any, dict[Any, Any]]] = collections.OrderedDict()
+"""id(topic states) -> (the topic states, held so that their id stays theirs; the shared maps):
+the latest SHARED_REQUESTS decoded requests (the brokers of a process apply one after another)."""
+_shared_lock = threading.Lock()
+
+
+def _request_maps(request: UpdateMetadataRequest) -> dict[Any, Any]:
+    """The shared maps of one decoded request by topic index (filled as caches apply it). Keyed by
+    its topic states, which every broker's copy shares: SharedDecoder gives each broker the memo's
+    body with its own BrokerEpoch put back (a new request object, the same topic-state tuple)."""
+    states = request.topic_states
+    key = id(states)
+    with _shared_lock:
+        entry = _shared_maps.get(key)
+        if entry is None or entry[0] is not states:
+            entry = _shared_maps[key] = (states, {})
+            if len(_shared_maps) > SHARED_REQUESTS:
+                _shared_maps.popitem(last=False)
+        else:
+            _shared_maps.move_to_end(key)
+        return entry[1]
+
+
+def _shared_map(maps: dict[Any, Any], index: int, group: StateGroup) -> PartitionMap | None:
+    """The partition map of the request's ``index``-th topic state, shared by every cache that applies
+    this decoded request; None when the topic's states hold a deletion (leader -2)."""
+    found = maps.get(index, _MISSING)
+    if found is not _MISSING:
+        return found  # type: ignore[no-any-return]
+    built: PartitionMap | None = {s.partition_index: s for s in group}
+    if any(s.leader == LEADER_DURING_DELETE for s in group):
+        built = None
+    return maps.setdefault(index, built)  # atomic: two threads building one map keep the first
+
+
+_MISSING = object()
+
+
+def _merged_map(maps: dict[Any, Any], index: int, base: PartitionMap, group: StateGroup) -> PartitionMap | None:
+    """``base`` (a shared map) with the request's ``index``-th topic states merged in, shared by every
+    cache that held that same base map when it applied this request; None when the states hold a
+    deletion. The entry keeps ``base`` alive so that its id stays its own."""
+    key = (index, id(base))
+    found = maps.get(key)
+    if found is not None and found[0] is base:
+        return found[1]  # type: ignore[no-any-return]
+    if any(s.leader == LEADER_DURING_DELETE for s in group):
+        return None
+    merged = dict(base)
+    for s in group:
+        merged[s.partition_index] = s
+    return maps.setdefault(key, (base, merged))[1]  # type: ignore[no-any-return]
+
+
+@attrs.define
+class MatchMemo:
+    """What one comparison pass over many caches computes once: the wanted partitions by topic,
+    partition views by state object, and the verdict per map content (its partitions and the
+    identities of its state objects: caches applying the same decoded requests hold the same
+    objects, so N brokers' equal maps are compared once)."""
+
+    want: CacheView
+    by_topic: dict[str, dict[int, PartitionView]] = attrs.field(init=False)
+    views: dict[int, PartitionView] = attrs.field(factory=dict)
+    maps: dict[tuple[str, tuple[int, ...], tuple[int, ...]], bool] = attrs.field(factory=dict)
+    """(topic, partitions, ids of their states) -> equal to the wanted map (the states stay alive
+    in the caches for the pass, so their ids stay theirs)."""
+
+    def __attrs_post_init__(self) -> None:
+        self.by_topic = {}
+        for tp, pv in self.want.partitions.items():
+            self.by_topic.setdefault(tp.topic, {})[tp.partition] = pv
 
 
 class MetadataCache:
@@ -119,6 +213,8 @@ class MetadataCache:
         self.controller_id: int | None = None
         self.controller_is_kraft = False
         self.alive_brokers: dict[int, CachedBroker] = {}
+        self._shared: set[str] = set()
+        """Topics whose partition map is shared (copied before any change)."""
 
     def __repr__(self) -> str:
         n = sum(len(p) for p in self.partition_states.values())
@@ -153,9 +249,30 @@ class MetadataCache:
             else:
                 topic_ids[t.topic_name] = t.topic_id
         deleted: dict[TopicPartition, None] = {}
+        deleted_topics: set[str] = set()
         cached = self.partition_states
-        for topic, group in groups:
+        shared = self._shared
+        first_request_group = len(groups) - (len(request.topic_states) if version >= 5 else 0)
+        maps = _request_maps(request) if version >= 5 else {}
+        for k, (topic, group) in enumerate(groups):
             infos = cached.get(topic)
+            if k >= first_request_group and topic not in deleted_topics:
+                whole = None
+                if infos is None or len(group) >= len(infos):
+                    whole = _shared_map(maps, k - first_request_group, group)
+                    if whole is not None and (infos is None or infos.keys() <= whole.keys()):
+                        cached[topic] = whole
+                        shared.add(topic)
+                        continue
+                    whole = None
+                if whole is None and infos is not None and topic in shared:
+                    merged = _merged_map(maps, k - first_request_group, infos, group)
+                    if merged is not None:
+                        cached[topic] = merged
+                        continue
+            if infos is not None and topic in shared:
+                infos = cached[topic] = dict(infos)
+                shared.discard(topic)
             for s in group:
                 if s.leader == LEADER_DURING_DELETE:
                     tp = TopicPartition(topic, s.partition_index)
@@ -166,6 +283,7 @@ class MetadataCache:
                             topic_ids.pop(topic, None)
                             infos = None
                     deleted[tp] = None
+                    deleted_topics.add(topic)
                 else:
                     if infos is None:
                         infos = cached[topic] = {}
@@ -194,28 +312,34 @@ class MetadataCache:
                 ))
         return out
 
-    def matches(self, want: CacheView, memo: dict[int, PartitionView] | None = None) -> bool:
-        """``self.view() == want``, without building the view: states shared between caches (one
-        decoded request applied by many brokers) are converted once through ``memo`` (by id, so
-        only for the duration of one comparison pass)."""
+    def matches(self, want: CacheView, memo: MatchMemo | None = None) -> bool:
+        """``self.view() == want``, without building the view: a memo shared by one comparison pass
+        over many caches converts each state object once and compares each shared map once."""
+        memo = MatchMemo(want) if memo is None or memo.want is not want else memo
         if self.alive_brokers != want.brokers or self.topic_ids != want.topic_ids:
             return False
-        memo = {} if memo is None else memo
-        by_topic: dict[str, dict[int, PartitionView]] = {}
-        for tp, pv in want.partitions.items():
-            by_topic.setdefault(tp.topic, {})[tp.partition] = pv
+        by_topic = memo.by_topic
         if by_topic.keys() != self.partition_states.keys():
             return False
         for topic, infos in self.partition_states.items():
-            wanted = by_topic[topic]
-            if len(wanted) != len(infos):
+            key = (topic, tuple(infos), tuple(map(id, infos.values())))
+            known_map = memo.maps.get(key)
+            if known_map is None:
+                known_map = memo.maps[key] = self._map_matches(infos, by_topic[topic], memo.views)
+            if not known_map:
                 return False
-            for p, st in infos.items():
-                known = memo.get(id(st))
-                if known is None:
-                    known = memo[id(st)] = partition_view(st)
-                if wanted.get(p) != known:
-                    return False
+        return True
+
+    @staticmethod
+    def _map_matches(infos: PartitionMap, wanted: dict[int, PartitionView], views: dict[int, PartitionView]) -> bool:
+        if len(wanted) != len(infos):
+            return False
+        for p, st in infos.items():
+            known = views.get(id(st))
+            if known is None:
+                known = views[id(st)] = partition_view(st)
+            if wanted.get(p) != known:
+                return False
         return True
 
     def view(self) -> CacheView:

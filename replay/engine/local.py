@@ -14,9 +14,9 @@ Rules:
 - The engine skeleton (engine.EngineRun) and the row maker (rows.expand_columns) are the ones the
   Spark engine's units use: this module only chains them over the whole history.
 - Rows are produced lazily (an iterator): memory stays flat in the log size (and the C heap
-  does not fragment with it: engine.fixed_mmap_threshold). The summary is
+  does not fragment with it: common.tuning.fixed_mmap_threshold). The summary is
   complete once the rows are exhausted; ``ReplayResult.image`` is then the final image.
-- The cyclic collector runs rarely while the rows are produced (engine.rare_collections).
+- The cyclic collector runs rarely while the rows are produced (common.tuning.rare_collections).
 - Rows come as dicts (``rows``) or as column chunks (``columns``, what the Parquet writer takes:
   no dict per row); a result is consumed one way, once.
 """
@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import attrs
 
 from ..image.image import EMPTY_IMAGE, MetadataImage
+from ..log.sources import History
 from ..propagate.propagator import ReplayOptions
 from ..rows.rows import NO_FRAMES, REQUEST_SCHEMA, expand_columns, expand_rows
 from ..rows.summary import ReplaySummary
@@ -60,7 +61,7 @@ class ReplayResult:
 
 
 def replay_local(
-    history: Any,
+    history: History,
     options: ReplayOptions,
     *,
     coalesce: int = 1,

@@ -7,10 +7,11 @@ Rules of this module:
   then the deltas of the batches it is given (``group_deltas``), each through the batch engine
   (``propagate_delta``). The sequential engine runs one over the whole history, a Spark unit one
   over its byte range, starting from the image the plan carried to it.
-- Its output is the delivered sends as ``rows.SendGroup`` values, in send order; the summary
+- Its output is the delivered sends as ``rows.SendGroup`` values, in send order, each with its
+  delta's cause (image/causes.py; the snapshot's pseudo-delta is ``SNAPSHOT``); the summary
   counts every batch read (records by type), dropped sends per API, every delivered request per
   API and broker, and each delta; ``delivered`` counts the requests per broker (a Spark unit's
-  share of the per-broker ``seq``). Delivered groups are tallied per (API, broker set) (the
+  share of the per-broker ``seq``). Delivered groups are tallied per (API, cause, broker set) (the
   UpdateMetadata fan-out goes to the same live brokers delta after delta) and settled into the
   summary and ``delivered`` when ``groups`` ends (or is closed) and whenever MAX_TALLY keys are
   held, so counting costs a few operations per group, not per broker, and its memory is bounded.
@@ -25,140 +26,48 @@ Rules of this module:
   line) of its batch, like an input error (errors.BatchTrail), or by the input as a whole when
   its batch has left the trail's window. ``locate`` does it, for the planner too.
 - While ``groups`` runs (and is suspended between its groups) the cyclic garbage collector runs
-  rarely (``rare_collections``), in both engines (the sequential process, each Spark unit).
-  Why: the image (every partition's registration, hundreds of thousands of objects) lives across
-  deltas, and each delta allocates enough for hundreds of young collections; every full
-  collection walks the whole image and finds nothing, since the replay's data is acyclic (frozen
-  values and dicts); reference counting frees it. Measured on the 200k-record generated log
-  (2 cores shared, load 4-5): 6.9 s of 26.8 s CPU in the collector with Python's defaults
-  (7,400 / 672 / 51 collections per generation), 0.9 s of 19.9 s with ``GC_THRESHOLDS``. What
-  little cyclic garbage there is (exceptions, generators) waits longer; peak RSS is unchanged.
-  A Spark Python worker runs nothing but this job's tasks, one after another, and every Spark
-  task's function runs through ``spark_task``, which sets two things for the worker:
-  the thresholds stay rare for its life (restoring Python's defaults at the end of each unit
-  made the next allocation run a full collection over the unit's image, still alive: about
-  600,000 tracked objects, 0.4 s measured for a 1M-record unit, 64 units at 10M records); and
-  the task ends with every live object frozen (``gc.freeze``): PySpark's daemon runs a full
-  collection (``gc.collect()``, pyspark/daemon.py) after every task of a reused worker, which
-  walked the worker's whole heap, the memos that outlive tasks by design (full_image's pieces,
-  the leadership cache) and what the task left: 0.35 s after each task, 98 s of the workers'
-  CPU in a py-spy profile of a 10M-record run (then 64 units: 192 tasks). Frozen, there is nothing
-  for it to walk. The next task starts by unfreezing them into the oldest generation, so a
-  cycle a task left is not kept forever: the next full collection (rare) finds it. Reference
-  counting frees frozen objects as any other (the replay's data is acyclic, above).
-- Large buffers go to mmap, not the heap, while groups run (``fixed_mmap_threshold``: glibc's
-  mmap threshold fixed at its initial 128 KiB, for the rest of the process; where the C library
-  is not glibc nothing changes). Why: glibc raises the threshold to the size of every mmapped
-  block freed (up to 32 MiB), so after the first full-image body (megabytes) is freed, every
-  later one is carved from the heap, whose free space then fragments and grows with the log:
-  on the 1M-record generated log the heap grew to 84 MiB (35 MiB of it free) and the peak RSS
-  with it; with the threshold fixed it stays at 32 MiB (4 MiB free). The bytes are the same.
-  ``release_free_memory`` (a collection, malloc_trim, pyarrow's pool) is for the caller after a
-  run, so that what comes next (report.png) does not stack on the replay's freed memory.
+  rarely (``rare_collections``) and large buffers go to mmap, not the heap
+  (``fixed_mmap_threshold``), in both engines (the sequential process, each Spark unit); every
+  Spark task's function runs through ``worker_task``. The policy, its reasons and its figures
+  are the process-wide one of ``ctrlbatch.common.tuning`` (shared with the batch and the
+  simulated servers).
 - No I/O of its own and no engine-specific state: what differs between engines (where batches
   come from, what is done with the groups) stays with them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import functools
-import gc
-import sys
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from ctrlbatch.common.tuning import fixed_mmap_threshold, rare_collections
+
+from ..image.causes import SNAPSHOT
 from ..image.deltas import Delta, group_deltas
 from ..image.image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
 from ..log.errors import BatchTrail
 from ..log.reading import TEXT_KINDS
-from ..log.records import SNAPSHOT_HEADER, LogBatch
+from ..log.records import SNAPSHOT_HEADER, LogBatch, MetadataRecord
+from ..log.sources import History
 from ..propagate.propagator import ReplayOptions, Send, propagate_delta, propagate_image
 from ..rows.rows import SendGroup, send_groups
 from ..rows.summary import ReplaySummary
 
 __all__ = [
-    "DeltaStarts", "EngineRun", "fixed_mmap_threshold", "rare_collections", "release_free_memory", "snapshot_image",
-    "snapshot_start", "spark_task",
+    "DeltaStarts", "EngineRun", "snapshot_image", "snapshot_start",
 ]
 
 T = TypeVar("T")
-GC_THRESHOLDS = (50_000, 20, 100)  # gc.set_threshold while groups run (see the rules)
-MAX_TALLY = 4_096  # distinct (api, broker set) keys tallied before they are settled into the summary
+MAX_TALLY = 4_096  # distinct (api, cause, broker set) keys tallied before they are settled into the summary
 
 
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
-MMAP_THRESHOLD = 128 << 10  # glibc's initial threshold, kept fixed (see the rules)
-
-
-@functools.cache
-def _libc() -> Any | None:
-    """The C library when it is glibc-like (mallopt and malloc_trim), else None."""
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-        libc.malloc_trim.argtypes = [ctypes.c_size_t]
-    except (OSError, AttributeError):
-        return None
-    return libc
-
-
-def fixed_mmap_threshold() -> bool:
-    """Keep glibc's mmap threshold at MMAP_THRESHOLD for the rest of the process (see the rules);
-    False where the C library has no mallopt or refuses it."""
-    libc = _libc()
-    return libc is not None and libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-
-
-def release_free_memory() -> None:
-    """Collect cycles and hand the C heap's free pages (and pyarrow's pool's, if loaded) back to
-    the system: what the replay freed no longer counts in the RSS of what follows it."""
-    gc.collect()
-    libc = _libc()
-    if libc is not None:
-        libc.malloc_trim(0)
-    pa = sys.modules.get("pyarrow")
-    if pa is not None:
-        pa.default_memory_pool().release_unused()
-
-
-def spark_task(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` as a Spark task's body, with a Spark worker's collector settings (see the
-    rules): rare thresholds from now on, what the last task froze back in the oldest
-    generation, everything alive frozen when it returns (or raises)."""
-    if gc.get_threshold()[0] < GC_THRESHOLDS[0]:
-        gc.set_threshold(*GC_THRESHOLDS)
-    gc.unfreeze()
-    try:
-        return fn(*args)
-    finally:
-        gc.freeze()
-
-
-@contextlib.contextmanager
-def rare_collections() -> Iterator[None]:
-    """GC_THRESHOLDS for the block, unless the process already collects this rarely; the old
-    thresholds come back after it, unless somebody changed them meanwhile (theirs stay)."""
-    old = gc.get_threshold()
-    if old[0] >= GC_THRESHOLDS[0]:
-        yield
-        return
-    gc.set_threshold(*GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        if gc.get_threshold() == GC_THRESHOLDS:
-            gc.set_threshold(*old)
-
-
-def snapshot_image(batches: Iterable[Any], *, end_offset: int, epoch: int) -> tuple[MetadataImage, int, list[Any]]:
+def snapshot_image(batches: Iterable[LogBatch], *, end_offset: int, epoch: int) -> tuple[MetadataImage, int, list[LogBatch]]:
     """The image a snapshot's batches hold, its lastContainedLogTimestamp (0 if absent), and the batches."""
     kept = list(batches)
     timestamp = 0
-    records = []
+    records: list[MetadataRecord] = []
     for b in kept:
         if b.control:
             for c in b.control_records:
@@ -170,7 +79,7 @@ def snapshot_image(batches: Iterable[Any], *, end_offset: int, epoch: int) -> tu
     return image, timestamp, kept
 
 
-def snapshot_start(history: Any, batches: Iterable[LogBatch] | None = None) -> tuple[MetadataImage, Delta | None]:
+def snapshot_start(history: History, batches: Iterable[LogBatch] | None = None) -> tuple[MetadataImage, Delta | None]:
     """The image a history's snapshot holds and its pseudo-delta, or the empty image and None
     without a snapshot. batches: the snapshot's batches (default: history.snapshot_batches())."""
     snapshot = history.snapshot
@@ -212,12 +121,12 @@ class DeltaStarts:
         return first
 
 
-def trail_for(history: Any) -> BatchTrail:
+def trail_for(history: History) -> BatchTrail:
     """The trail of a history's batches: byte offsets, or lines for text inputs."""
     return BatchTrail("line" if getattr(history, "kind", "log") in TEXT_KINDS else "byte")
 
 
-def locate(e: MetadataReplayError, trail: BatchTrail, history: Any) -> MetadataReplayError:
+def locate(e: MetadataReplayError, trail: BatchTrail, history: History) -> MetadataReplayError:
     """The refused record's error, naming its batch (or the input as a whole)."""
     return e.with_source(trail.where(e.offset) or str(history.source))
 
@@ -227,7 +136,7 @@ class EngineRun:
     once per batch read (the sequential engine's progress)."""
 
     def __init__(
-        self, history: Any, options: ReplayOptions, coalesce: int = 1, on_batch: Callable[[], None] | None = None
+        self, history: History, options: ReplayOptions, coalesce: int = 1, on_batch: Callable[[], None] | None = None
     ) -> None:
         if not isinstance(options, ReplayOptions):
             raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
@@ -241,8 +150,8 @@ class EngineRun:
         self.delivered: Counter[int] = Counter()
         self.image: MetadataImage = EMPTY_IMAGE
         self._on_batch = on_batch
-        # (api_key, brokers) -> [groups, partitions, bytes] of the groups delivered since the last _settle
-        self._tally: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        # (api_key, cause, brokers) -> [groups, partitions, bytes] of the groups delivered since the last _settle
+        self._tally: dict[tuple[int, str, tuple[int, ...]], list[int]] = {}
 
     def __repr__(self) -> str:
         return f"EngineRun({self.history!r}, {self.summary!r})"
@@ -285,7 +194,7 @@ class EngineRun:
                     raise ValueError("from_snapshot: the history has no snapshot to start from")
                 image, start = snapshot_start(self.history, self.counted(self.history.snapshot_batches()))
                 assert start is not None  # a snapshot gives its pseudo-delta
-                yield from self._deliver(start, propagate_image(image, self.options), 0)
+                yield from self._deliver(start, propagate_image(image, self.options), 0, SNAPSHOT)
             starts = DeltaStarts(image.offset if from_snapshot else -1)
             stream: Iterable[LogBatch] = starts.watch(self.counted(batches))
             if leader is not None:
@@ -303,15 +212,17 @@ class EngineRun:
         except MetadataReplayError as e:
             raise locate(e, self.trail, self.history) from None
 
-    def _deliver(self, delta: Delta, sends: list[Send], first_offset: int) -> Iterator[SendGroup]:
+    def _deliver(
+        self, delta: Delta, sends: list[Send], first_offset: int, cause: str | None = None,
+    ) -> Iterator[SendGroup]:
         summary, tally = self.summary, self._tally
         for send in sends:
             if send.dropped:
                 summary.count_dropped(send.request.api_key)
         delivered = 0
-        for group in send_groups(delta, sends, first_offset):
+        for group in send_groups(delta, sends, first_offset, cause):
             brokers = group.brokers
-            key = (group.api_key, brokers)
+            key = (group.api_key, group.cause, brokers)
             counts = tally.get(key)
             if counts is None:
                 if len(tally) >= MAX_TALLY:
@@ -328,8 +239,8 @@ class EngineRun:
     def _settle(self) -> None:
         """Move the tallied groups into the summary and ``delivered`` (see the module rules)."""
         summary, delivered = self.summary, self.delivered
-        for (api_key, brokers), (groups, partitions, size) in self._tally.items():
-            summary.count_group(api_key, partitions, size, brokers, groups)
+        for (api_key, cause, brokers), (groups, partitions, size) in self._tally.items():
+            summary.count_group(api_key, partitions, size, brokers, groups, cause)
             for b in brokers:
                 delivered[b] += groups
         self._tally.clear()

@@ -102,6 +102,7 @@ __all__ = [
     "MetadataImage",
     "MetadataReplayError",
     "PartitionRegistration",
+    "REPLAYED_TYPES",
     "TopicChange",
     "TopicImage",
     "apply_delta",
@@ -633,6 +634,10 @@ _REPLAY: dict[int, _Replay] = dict((
     _on(ClearElrRecord, _Delta.clear_elr),
 ))
 
+
+# The record types this module replays: the record-semantics table the Spark plan's net effect
+# is checked against (net_effect.semantics_mismatch, tests/replay/test_record_semantics.py).
+REPLAYED_TYPES = frozenset(_REPLAY)
 
 _NOTHING: Mapping[Any, Any] = MappingProxyType({})
 _NO_CHANGES = DeltaChanges(changed_brokers=_NOTHING, deleted_topics=_NOTHING, changed_topics=_NOTHING)

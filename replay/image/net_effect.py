@@ -20,12 +20,18 @@ Rules of this module (image.py is the semantics; this module only re-orders its 
   property tests of ``apply`` test ``compose``; ``PartitionChange.apply`` is ``changed_values``.
 - Whatever a fold would refuse, and whatever this module does not compose, raises
   ``NotComposable`` (while building, or while applying, when it depends on the base). The caller
-  (spark_plan) then plans the run serially, as before, which raises Kafka's error exactly.
-  Not composed: ClearElrRecord (its topics and partitions depend on the base: every topic, or a
-  name looked up in it; the run is planned serially and the summary's ``planned`` says
-  "serial: ClearElrRecord ..."), a TopicRecord for a live
+  (spark/plan.py) then plans the run serially, as before, which raises Kafka's error exactly.
+  Not composed: the record types of ``SERIAL_TYPES``, each with its reason (ClearElrRecord: its
+  topics and partitions depend on the base: every topic, or a name looked up in it; the run is
+  planned serially and the summary's ``planned`` says "serial: ... (CLEAR_ELR_RECORD) is not
+  composed"), a TopicRecord for a live
   topic id or a live name, a topic touched again in the delta that removes it, a topic removed or
   re-created after being touched in the same delta.
+- One record-semantics table: every record type the image replays (``image.REPLAYED_TYPES``,
+  its dispatch table) is in exactly one of ``NET_STEPS`` (composed) and ``SERIAL_TYPES`` (planned
+  serially, on purpose); the module refuses to load otherwise (``semantics_mismatch``), so a
+  record type the image learns cannot silently make every Spark run plan serially
+  (tests/replay/test_record_semantics.py).
 - ``topic_ids_by_name`` is derived from the topics: with the cases above excluded, every delta
   keeps "each live topic's name maps to it, in topic order" true (deletions pop the deleted
   topic's name, a created topic appends its free name, a changed topic's name already maps to
@@ -36,7 +42,9 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import attrs
@@ -51,6 +59,7 @@ from .image import (
     NO_LEADER_CHANGE,
     NO_RECOVERY_STATE_CHANGE,
     RECOVERY_STATES,
+    REPLAYED_TYPES,
     SHUTDOWN_CHANGE,
     TRANSACTION_TYPES,
     BrokerRegistration,
@@ -60,7 +69,10 @@ from .image import (
 )
 from .packed_image import PART_FIELDS, PackedImage, PackedPartition, pack_image, part_values, unpack_image
 
-__all__ = ["BrokerPatch", "NetBuilder", "NetEffect", "NotComposable", "PackedNet", "PartitionChange", "compose"]
+__all__ = [
+    "NET_STEPS", "SERIAL_TYPES", "BrokerPatch", "NetBuilder", "NetEffect", "NotComposable", "PackedNet", "PartitionChange",
+    "compose", "semantics_mismatch",
+]
 
 
 class NotComposable(Exception):
@@ -436,22 +448,23 @@ class _DeltaNet:
     def replay(self, records: Iterable[Any]) -> None:
         for record in records:
             t = record.type
-            step = _STEPS.get(t)
+            step = NET_STEPS.get(t)
             if step is not None:
                 try:
                     step(self, record.data)
                 except (AttributeError, TypeError, ValueError) as e:
                     raise NotComposable(f"malformed record data: {e}") from e
-            elif t not in IGNORED_TYPES and t not in TRANSACTION_TYPES and t not in _NO_EFFECT:
+            elif t not in PASSED_OVER:
                 raise NotComposable(f"record type {t} ({rec.RECORD_TYPE_NAMES.get(t, '?')}) is not composed")
 
 
-def _nothing(delta: _DeltaNet, d: Any) -> None:
+def _nothing(delta: _DeltaNet, d: object) -> None:
     pass
 
 
-_NO_EFFECT = frozenset({rec.REGISTER_CONTROLLER_RECORD, rec.UNREGISTER_CONTROLLER_RECORD})
-_STEPS: dict[int, Any] = {
+# How each record type the image replays is composed here (the image's own table is
+# image.REPLAYED_TYPES; semantics_mismatch checks the two agree when this module loads).
+NET_STEPS: Mapping[int, Callable[[_DeltaNet, Any], None]] = MappingProxyType({
     rec.REGISTER_BROKER_RECORD: _DeltaNet.register,
     rec.UNREGISTER_BROKER_RECORD: _DeltaNet.unregister,
     rec.FENCE_BROKER_RECORD: lambda s, d: s.fence(d, True),
@@ -462,9 +475,38 @@ _STEPS: dict[int, Any] = {
     rec.PARTITION_CHANGE_RECORD: _DeltaNet.partition_change,
     rec.REMOVE_TOPIC_RECORD: _DeltaNet.remove_topic,
     rec.FEATURE_LEVEL_RECORD: _DeltaNet.feature_level,
-    rec.REGISTER_CONTROLLER_RECORD: _nothing,
+    rec.REGISTER_CONTROLLER_RECORD: _nothing,  # no effect on what these requests read
     rec.UNREGISTER_CONTROLLER_RECORD: _nothing,
-}  # ClearElrRecord is absent on purpose: not composed (module rules)
+})
+# Record types the image replays and this module does not compose, on purpose, and why: a range
+# holding one is planned serially, and the summary's "planned" line says "serial: ... is not composed".
+SERIAL_TYPES: Mapping[int, str] = MappingProxyType({
+    rec.CLEAR_ELR_RECORD: "its topics and partitions depend on the base: every topic, or a name looked up in it",
+})
+PASSED_OVER = IGNORED_TYPES | TRANSACTION_TYPES  # replayed by Kafka into areas these requests never read
+
+
+def semantics_mismatch(replayed: AbstractSet[int], composed: AbstractSet[int], serial: AbstractSet[int],
+                       passed_over: AbstractSet[int]) -> list[str]:
+    """Where the image's table (``replayed``) and this module's (``composed`` and ``serial``)
+    disagree, one line per record type; empty when every replayed type is exactly one of the two."""
+    problems = []
+    for t in sorted(replayed | composed | serial):
+        name = f"{rec.RECORD_TYPE_NAMES.get(t, '?')} ({t})"
+        if t in composed and t in serial:
+            problems.append(f"{name}: both composed and planned serially")
+        elif t not in replayed:
+            kind = "composed by net_effect" if t in composed else "planned serially by net_effect"
+            problems.append(f"{name}: {kind}, not replayed by the image"
+                            + (" (passed over)" if t in passed_over else ""))
+        elif t not in composed and t not in serial:
+            problems.append(f"{name}: replayed by the image, neither composed by net_effect nor planned serially")
+    return problems
+
+
+_MISMATCH = semantics_mismatch(REPLAYED_TYPES, NET_STEPS.keys(), SERIAL_TYPES.keys(), PASSED_OVER)
+if _MISMATCH:
+    raise RuntimeError("net_effect: the record-semantics tables disagree: " + "; ".join(_MISMATCH))
 
 
 class NetBuilder:

@@ -1,16 +1,19 @@
 """The output rows of a replay: one per delivered request, and their Parquet schema.
 
 Rules:
-- ``REQUEST_SCHEMA`` is the one schema both engines write (requests/ Parquet): delta (last offset
-  of the delta), timestamp (ms, of its last batch), broker, seq (per broker, from 0, over the
-  whole replay), api_key, api_version, controller_id, controller_epoch (the header's),
-  update_type (the encoded Type field; null where the request has none: StopReplica,
-  LeaderAndIsr below v5, UpdateMetadata below v8), partitions (partition states in the
-  request), bytes (the whole frame with its 4-byte size prefix), sha256 (hex of that frame),
-  dropped (always false: rows are delivered requests; drops are counted in the summary), frame
-  (the frame itself, only with --with-frames), delta_first_offset and delta_last_offset (the
-  delta's offsets: from just after the delta before it, or its first data batch's base offset if
-  later, to ``delta``; a snapshot's pseudo-delta starts at 0), so rows join the records table.
+- ``REQUEST_SCHEMA`` is the one schema both engines write (requests/ Parquet): timestamp (epoch
+  ms, of the delta's last batch), broker, seq (per broker, from 0, over the whole replay),
+  api_key, api (its Kafka name, API_NAMES), api_version, controller_id, controller_epoch (the
+  header's), update_type (the Type field by name, UPDATE_TYPE_NAMES: Kafka's
+  AbstractControlRequest.Type; null where the request has none: StopReplica, LeaderAndIsr below
+  v5, UpdateMetadata below v8), partitions (partition states in the request), bytes (the whole
+  frame with its 4-byte size prefix), sha256 (hex of that frame), frame (the frame itself, only
+  with --with-frames), delta_first_offset and delta_last_offset (the delta's offsets: from just
+  after the delta before it, or its first data batch's base offset if later, to its last; a
+  snapshot's pseudo-delta starts at 0), so rows join the records table, and cause (the event the
+  delta's records show: image/causes.py; ``SNAPSHOT`` for the snapshot's pseudo-delta). Every row
+  is a delivered request: dropped sends have no row (the summary counts them), so there is no
+  column saying so; the delta's last offset is its id (no separate ``delta`` column).
 - The frame is ``OutboundRequest.encode(correlation_id=seq, client_id=str(controller_id))``,
   encoded and hashed by the one frame encoder (frames.FrameEncoder) for both engines.
 - Both engines make rows the same way: the delivered sends of a delta become ``SendGroup``
@@ -39,36 +42,38 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
+from ctrlbatch.batch.events import UpdateType
 from ctrlbatch.requests import request_frame_size
 
+from ..image.causes import OTHER, delta_cause
 from ..propagate.propagator import Send
 from .frames import FrameEncoder, frame_size
 
 __all__ = [
-    "API_NAMES", "NO_FRAMES", "REQUEST_SCHEMA", "SIZES_SCHEMA", "SendGroup", "expand_columns", "expand_rows", "frame_of", "partition_count",
-    "request_row", "request_schema", "send_groups", "update_type_of",
+    "API_NAMES", "NO_FRAMES", "REQUEST_SCHEMA", "SIZES_SCHEMA", "UPDATE_TYPE_NAMES", "SendGroup", "expand_columns",
+    "expand_rows", "frame_of", "partition_count", "request_row", "request_schema", "send_groups", "update_type_of",
 ]
 
 ROWS_PER_CHUNK = 65_536  # rows per column chunk (one Arrow table written)
 
 REQUEST_SCHEMA = pa.schema(
     [
-        pa.field("delta", pa.int64(), nullable=False),
         pa.field("timestamp", pa.int64(), nullable=False),
         pa.field("broker", pa.int32(), nullable=False),
         pa.field("seq", pa.int64(), nullable=False),
         pa.field("api_key", pa.int16(), nullable=False),
+        pa.field("api", pa.string(), nullable=False),
         pa.field("api_version", pa.int16(), nullable=False),
         pa.field("controller_id", pa.int32(), nullable=False),
         pa.field("controller_epoch", pa.int32(), nullable=False),
-        pa.field("update_type", pa.int8(), nullable=True),
+        pa.field("update_type", pa.string(), nullable=True),
         pa.field("partitions", pa.int32(), nullable=False),
         pa.field("bytes", pa.int64(), nullable=False),
         pa.field("sha256", pa.string(), nullable=False),
-        pa.field("dropped", pa.bool_(), nullable=False),
         pa.field("frame", pa.binary(), nullable=True),
         pa.field("delta_first_offset", pa.int64(), nullable=False),
         pa.field("delta_last_offset", pa.int64(), nullable=False),
+        pa.field("cause", pa.string(), nullable=False),
     ]
 )
 
@@ -88,6 +93,7 @@ def request_schema(digest: str) -> pa.Schema:
 
 
 API_NAMES = {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}
+UPDATE_TYPE_NAMES = {t.value: t.name for t in UpdateType}  # 0 UNKNOWN, 1 INCREMENTAL, 2 FULL
 # The first version whose body has the Type field (LeaderAndIsr v5+, UpdateMetadata v8+).
 _TYPE_SINCE = {4: 5, 6: 8}
 _PARTITIONS: dict[int, Callable[[Any], int]] = {
@@ -136,6 +142,7 @@ class SendGroup:
     brokers: tuple[int, ...]
     broker_epochs: tuple[int, ...]
     first_offset: int = -1  # the delta's first offset (delta is its last)
+    cause: str = OTHER  # the delta's cause (image/causes.py)
 
     def __repr__(self) -> str:
         return f"SendGroup(api {self.api_key} v{self.api_version}, delta {self.delta}, {len(self.brokers)} brokers)"
@@ -146,7 +153,7 @@ class SendGroup:
         return FrameEncoder(self.api_key, self.api_version, str(self.controller_id), self.data, self.epoch_offset)
 
 
-def _group(delta: Any, sends: list[Send], first_offset: int) -> SendGroup:
+def _group(delta: Any, sends: list[Send], first_offset: int, cause: str) -> SendGroup:
     req = sends[0].request
     builder: Any = req.builder
     api_key, version, controller_id = builder.api_key, builder.version, builder.controller_id
@@ -161,14 +168,17 @@ def _group(delta: Any, sends: list[Send], first_offset: int) -> SendGroup:
         delta.last_offset, delta.timestamp, api_key, version, controller_id, builder.controller_epoch,
         None if since is None or version < since else int(builder.update_type), _PARTITIONS[api_key](builder),
         size, data, shared.epoch_offset,
-        tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends]), first_offset,
+        tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends]), first_offset, cause,
     )
 
 
-def send_groups(delta: Any, sends: Iterable[Send], first_offset: int | None = None) -> Iterator[SendGroup]:
-    """The delivered sends of a delta (a Delta: last_offset, timestamp) as groups, in send order:
-    consecutive sends of one shared body and builder become one group; dropped sends are left out.
-    first_offset: the delta's first offset (None: its last)."""
+def send_groups(
+    delta: Any, sends: Iterable[Send], first_offset: int | None = None, cause: str | None = None,
+) -> Iterator[SendGroup]:
+    """The delivered sends of a delta (a Delta: last_offset, timestamp, records) as groups, in send
+    order: consecutive sends of one shared body and builder become one group; dropped sends are
+    left out. first_offset: the delta's first offset (None: its last); cause: the delta's cause
+    (None: read from its records, once, when it delivers anything)."""
     first = delta.last_offset if first_offset is None else first_offset
     group: list[Send] = []
     for send in sends:
@@ -176,11 +186,15 @@ def send_groups(delta: Any, sends: Iterable[Send], first_offset: int | None = No
             continue
         if group and (send.request.shared is not group[0].request.shared
                       or send.request.builder is not group[0].request.builder):
-            yield _group(delta, group, first)
+            if cause is None:
+                cause = delta_cause(getattr(delta, "records", ()))
+            yield _group(delta, group, first, cause)
             group = []
         group.append(send)
     if group:
-        yield _group(delta, group, first)
+        if cause is None:
+            cause = delta_cause(getattr(delta, "records", ()))
+        yield _group(delta, group, first, cause)
 
 
 _EXPANDED = ("broker", "seq", "sha256", "frame")
@@ -189,11 +203,12 @@ _EXPANDED = ("broker", "seq", "sha256", "frame")
 def _row_base(group: SendGroup) -> dict[str, Any]:
     """A row of group in REQUEST_SCHEMA's column order, without its _EXPANDED (per broker) values."""
     return {
-        "delta": group.delta, "timestamp": group.timestamp, "broker": None, "seq": None, "api_key": group.api_key,
-        "api_version": group.api_version, "controller_id": group.controller_id,
-        "controller_epoch": group.controller_epoch, "update_type": group.update_type, "partitions": group.partitions,
-        "bytes": group.size, "sha256": None, "dropped": False, "frame": None,
-        "delta_first_offset": group.first_offset, "delta_last_offset": group.delta,
+        "timestamp": group.timestamp, "broker": None, "seq": None, "api_key": group.api_key,
+        "api": API_NAMES[group.api_key], "api_version": group.api_version, "controller_id": group.controller_id,
+        "controller_epoch": group.controller_epoch,
+        "update_type": None if group.update_type is None else UPDATE_TYPE_NAMES.get(group.update_type, "UNKNOWN"),
+        "partitions": group.partitions, "bytes": group.size, "sha256": None, "frame": None,
+        "delta_first_offset": group.first_offset, "delta_last_offset": group.delta, "cause": group.cause,
     }
 
 

@@ -1,8 +1,8 @@
 """The counters of a replay: what was sent, to whom, what was dropped, what was read.
 
 Rules:
-- Requests, partition states and bytes are counted per API (by Kafka name) and per broker from
-  the delivered rows; dropped requests per API; deltas with and without a delivered request;
+- Requests, partition states and bytes are counted per API (by Kafka name), per broker and per
+  cause (the delta's event, image/causes.py; in the table's order) from the delivered rows; dropped requests per API; deltas with and without a delivered request;
   records read by type name (metadata records, NO_OP_RECORD from the batches' NoOp counts, and
   control records by their control type name), snapshot batches included.
 - The engines count send groups at once (``count_group``: g groups of one API to the same n
@@ -20,7 +20,11 @@ Rules:
   fetched all of them over the replayed span; the brokers are those that registered in the span or
   received a request. Beside it, the bytes of the ZooKeeper-mode requests the replay computed for
   that broker. Text inputs (JSON lines, kafka-dump-log output) have no batch bytes: counted as
-  unsized batches, and the KRaft figure is then a lower bound.
+  unsized batches, and the KRaft figure is then a lower bound. The KRaft bytes are split in two:
+  the batches of NoOp records only (a data batch with no other record), which the active
+  controller writes whenever nothing else was written for metadata.max.idle.interval.ms (500 ms
+  by default, KRaftConfigs.java:107-108; KIP-835), so an idle cluster's log is almost all NoOps;
+  and every other batch (metadata and control records): what the cluster's changes cost.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import attrs
 from ctrlbatch.batch.versions import leader_and_isr_version, stop_replica_version, update_metadata_version
 from ctrlbatch.context.metadata_version import KAFKA_4X_LEVELS, LAST_ZK_LEVEL
 
+from ..image.causes import CAUSE_NAMES, OTHER
 from ..log.records import CONTROL_TYPE_NAMES, FEATURE_LEVEL_RECORD, RECORD_TYPE_NAMES, REGISTER_BROKER_RECORD
 from .rows import API_NAMES
 
@@ -45,7 +50,11 @@ KRAFT_DEFINITION = (
     "from one), the same for every broker: a KRaft broker replicates the whole metadata log. "
     "Fetch request and response framing is not counted. zk_request_bytes: the bytes of the "
     "ZooKeeper-mode controller requests (LeaderAndIsr, UpdateMetadata, StopReplica frames) the "
-    "replay computed for that broker. Brokers: those registered in the span or sent a request."
+    "replay computed for that broker. Brokers: those registered in the span or sent a request. "
+    "kraft_fetch_bytes = kraft_noop_bytes + kraft_metadata_bytes: kraft_noop_bytes counts the batches "
+    "holding only NoOp records, which the active controller writes whenever nothing else was written for "
+    "metadata.max.idle.interval.ms (500 ms by default), idle cluster or not; kraft_metadata_bytes counts "
+    "every other batch (metadata and control records), what the cluster's changes cost."
 )
 _ZK_LAST = KAFKA_4X_LEVELS[LAST_ZK_LEVEL].request_version
 
@@ -71,6 +80,12 @@ def _level_name(level: int) -> str:
 _FIELDS = ("requests", "partitions", "bytes")
 
 
+def _cause_order(causes: Mapping[str, Any]) -> list[str]:
+    """The causes in CAUSES' order (any other name after them, sorted)."""
+    rank = {name: i for i, name in enumerate(CAUSE_NAMES)}
+    return sorted(causes, key=lambda c: (rank.get(c, len(rank)), c))
+
+
 def _api_name(api_key: int) -> str:
     return API_NAMES.get(api_key, f"api {api_key}")
 
@@ -81,6 +96,7 @@ class ReplaySummary:
 
     by_api: dict[str, Counter[str]] = attrs.field(factory=dict)
     by_broker: dict[int, Counter[str]] = attrs.field(factory=dict)
+    by_cause: dict[str, Counter[str]] = attrs.field(factory=dict)
     dropped: Counter[str] = attrs.field(factory=Counter)
     deltas_with_requests: int = 0
     deltas_without_requests: int = 0
@@ -88,6 +104,8 @@ class ReplaySummary:
     metadata_levels: set[int] = attrs.field(factory=set)
     log_bytes: int = 0
     log_batches: int = 0
+    noop_bytes: int = 0  # of log_bytes: the batches of NoOp records only
+    noop_batches: int = 0
     unsized_batches: int = 0
     registered_brokers: set[int] = attrs.field(factory=set)
 
@@ -104,22 +122,25 @@ class ReplaySummary:
         for counters in (
             self.by_api.setdefault(_api_name(row["api_key"]), Counter()),
             self.by_broker.setdefault(int(row["broker"]), Counter()),
+            self.by_cause.setdefault(row.get("cause", OTHER), Counter()),
         ):
             counters["requests"] += 1
             counters["partitions"] += row["partitions"]
             counters["bytes"] += row["bytes"]
 
-    def count_group(self, api_key: int, partitions: int, size: int, brokers: Sequence[int], groups: int = 1) -> None:
-        """The delivered requests of ``groups`` send groups (rows.SendGroup) of one API to the same
-        ``brokers``: one request per group to each broker, ``partitions`` states and ``size`` bytes
-        in all (summed over the groups) to each; the same counts as count_row per row."""
+    def count_group(
+        self, api_key: int, partitions: int, size: int, brokers: Sequence[int], groups: int = 1, cause: str = OTHER,
+    ) -> None:
+        """The delivered requests of ``groups`` send groups (rows.SendGroup) of one API and cause to
+        the same ``brokers``: one request per group to each broker, ``partitions`` states and
+        ``size`` bytes in all (summed over the groups) to each; the same counts as count_row per row."""
         n = len(brokers)
         if not n or not groups:
             return
-        c = self.by_api.setdefault(_api_name(api_key), Counter())
-        c["requests"] += groups * n
-        c["partitions"] += partitions * n
-        c["bytes"] += size * n
+        for c in (self.by_api.setdefault(_api_name(api_key), Counter()), self.by_cause.setdefault(cause, Counter())):
+            c["requests"] += groups * n
+            c["partitions"] += partitions * n
+            c["bytes"] += size * n
         by_broker = self.by_broker
         for b in brokers:
             counts = by_broker.get(b)
@@ -147,6 +168,9 @@ class ReplaySummary:
             self.log_bytes += batch.size
         else:
             self.unsized_batches += 1
+        if batch.noops and not batch.records and not batch.control:
+            self.noop_batches += 1
+            self.noop_bytes += batch.size
         for r in batch.records:
             counts[RECORD_TYPE_NAMES.get(r.type) or f"type {r.type}"] += 1  # the name made only when unknown
             if r.type == FEATURE_LEVEL_RECORD and r.data.name == "metadata.version":
@@ -163,6 +187,8 @@ class ReplaySummary:
             self.by_api.setdefault(api, Counter()).update(c)
         for broker, c in other.by_broker.items():
             self.by_broker.setdefault(broker, Counter()).update(c)
+        for cause, c in other.by_cause.items():
+            self.by_cause.setdefault(cause, Counter()).update(c)
         self.dropped.update(other.dropped)
         self.deltas_with_requests += other.deltas_with_requests
         self.deltas_without_requests += other.deltas_without_requests
@@ -170,14 +196,21 @@ class ReplaySummary:
         self.metadata_levels |= other.metadata_levels
         self.log_bytes += other.log_bytes
         self.log_batches += other.log_batches
+        self.noop_bytes += other.noop_bytes
+        self.noop_batches += other.noop_batches
         self.unsized_batches += other.unsized_batches
         self.registered_brokers |= other.registered_brokers
 
     def kraft_by_broker(self) -> dict[int, dict[str, int]]:
-        """Per broker: kraft_fetch_bytes and zk_request_bytes (KRAFT_DEFINITION)."""
+        """Per broker: kraft_fetch_bytes, its kraft_noop_bytes and kraft_metadata_bytes, and
+        zk_request_bytes (KRAFT_DEFINITION)."""
         brokers = sorted(self.registered_brokers | set(self.by_broker))
         return {
-            b: {"kraft_fetch_bytes": self.log_bytes, "zk_request_bytes": int(self.by_broker.get(b, Counter())["bytes"])}
+            b: {
+                "kraft_fetch_bytes": self.log_bytes, "kraft_noop_bytes": self.noop_bytes,
+                "kraft_metadata_bytes": self.log_bytes - self.noop_bytes,
+                "zk_request_bytes": int(self.by_broker.get(b, Counter())["bytes"]),
+            }
             for b in brokers
         }
 
@@ -200,6 +233,7 @@ class ReplaySummary:
                 api: {**block(self.by_api.get(api, Counter())), "dropped": int(self.dropped[api])} for api in apis
             },
             "by_broker": {str(b): block(c) for b, c in sorted(self.by_broker.items())},
+            "by_cause": {cause: block(self.by_cause[cause]) for cause in _cause_order(self.by_cause)},
             "records_by_type": dict(sorted(self.records_by_type.items())),
             "metadata_version": {
                 "levels": {str(lv): _level_name(lv) for lv in sorted(self.metadata_levels)},
@@ -209,6 +243,10 @@ class ReplaySummary:
                 "definition": KRAFT_DEFINITION,
                 "log_bytes": self.log_bytes,
                 "log_batches": self.log_batches,
+                "noop_bytes": self.noop_bytes,
+                "noop_batches": self.noop_batches,
+                "metadata_bytes": self.log_bytes - self.noop_bytes,
+                "metadata_batches": self.log_batches - self.noop_batches,
                 "unsized_batches": self.unsized_batches,
                 "by_broker": {str(b): c for b, c in self.kraft_by_broker().items()},
             },
@@ -224,6 +262,8 @@ class ReplaySummary:
                 s.dropped[api] = block["dropped"]
         for broker, block in data["by_broker"].items():
             s.by_broker[int(broker)] = Counter({f: block[f] for f in _FIELDS})
+        for cause, block in data.get("by_cause", {}).items():
+            s.by_cause[cause] = Counter({f: block[f] for f in _FIELDS})
         s.deltas_with_requests = data["deltas"]["with_requests"]
         s.deltas_without_requests = data["deltas"]["without_requests"]
         s.records_by_type = Counter(data["records_by_type"])
@@ -232,6 +272,8 @@ class ReplaySummary:
         kraft = data.get("kraft_vs_zookeeper", {})
         s.log_bytes = kraft.get("log_bytes", 0)
         s.log_batches = kraft.get("log_batches", 0)
+        s.noop_bytes = kraft.get("noop_bytes", 0)
+        s.noop_batches = kraft.get("noop_batches", 0)
         s.unsized_batches = kraft.get("unsized_batches", 0)
         s.registered_brokers = {int(b) for b in kraft.get("by_broker", {})} - set(s.by_broker)
         return s

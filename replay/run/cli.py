@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ctrlbatch.common import CommandError
+from ctrlbatch.common import CommandError, os_error_line
 from ctrlbatch.context import MetadataVersion
 from ctrlbatch.context.metadata_version import KAFKA_4X_LEVELS, LAST_ZK_LEVEL
 
@@ -125,16 +125,6 @@ def _sigterm_unwinds() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def os_error_line(e: OSError) -> str:
-    """'<path>: <reason>' (and '-> <second path>' for a rename) for an OS error: one line. An
-    error without errno parts (pyarrow's, whose text names the file) keeps its text, bounded."""
-    reason = e.strerror or " ".join(str(e).split())[:500] or type(e).__name__
-    if e.filename is None:
-        return reason
-    second = f" -> {e.filename2}" if e.filename2 is not None else ""
-    return f"{os.fsdecode(e.filename)}{second}: {reason}"
 
 
 def _check_args(args: argparse.Namespace) -> None:

@@ -6,20 +6,21 @@ the engines differ only in how rows and the summary are produced. Output is comm
 after every part is written (``OutputDir``), so a failed run leaves no DIR behind. On a failure
 (or SIGINT/SIGTERM) the Spark session is stopped before the temporary directory is removed, so
 no executor writes into it afterwards. Before report.png is drawn, the memory the replay freed
-is handed back to the system (engine.release_free_memory), so the report does not raise the
-run's peak RSS above the replay's. An executor's error reaches the user as the same one line
-the local engine gives (``spark_error_line``), never as a Java or Python stack trace. A history
+is handed back to the system (common.tuning.release_free_memory), so the report does not raise the
+run's peak RSS above the replay's. An executor's error the user can act on reaches the user as
+the same one line the local engine gives: the Spark engine hands it back as a value (its tasks'
+typed results, spark/engine.py), never as text to parse; only a bug keeps Spark's trace. The
+history is opened once on the driver, here, and handed to the engine. A history
 that yields no batch at all (and skipped nothing) is an error saying the input is empty.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -30,6 +31,9 @@ from ctrlbatch.context import MetadataVersion
 from ..log.errors import ReadStats
 from ..output.output import REPORT_BINS, OutputDir, ParquetRows, write_json
 from ..output.report import broker_timeline, draw_report
+
+if TYPE_CHECKING:
+    from ..log.sources import History
 
 __all__ = ["ReplayJob", "ReplayOutcome", "execute", "format_summary", "format_comparison"]
 
@@ -99,7 +103,7 @@ class ReplayOutcome:
     out: Path | None
     phases: dict[str, float] = attrs.field(factory=dict)  # Spark: wall seconds per phase
     controller: dict[str, Any] = attrs.field(factory=dict)  # the controller id used and where it came from
-    plan: str | None = None  # Spark: "parallel", or "serial: why" (spark_ranges' rules; e.g. a ClearElrRecord)
+    plan: str | None = None  # Spark: "parallel", or "serial: why" (spark/ranges.py's rules; e.g. a ClearElrRecord)
 
     def __repr__(self) -> str:
         return f"ReplayOutcome({self.job.engine}, {self.rows:,} rows, {self.seconds:.1f} s)"
@@ -126,11 +130,12 @@ def _summary_dict(summary: Any) -> dict[str, Any]:
 
 def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
     """Run ``job``; with ``out_dir`` write requests/, summary.json and report.png atomically."""
-    from ..engine.skeleton import release_free_memory
+    from ctrlbatch.common.tuning import release_free_memory
+
     from ..log.sources import open_history
 
     history = open_history(job.path, from_snapshot=job.from_snapshot, skip_corrupt=job.skip_corrupt)
-    run_job, controller = _controller_at_start(job, history)
+    run_job, controller = controller_at_start(job, history)
     start = time.monotonic()
     out = OutputDir(out_dir) if out_dir is not None else None  # no call between this and the try: a signal lands inside
     try:
@@ -139,7 +144,7 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
         if job.engine == "local":
             summary, stats, rows = _run_local(run_job, history, out)
         else:
-            summary, stats, rows, plan = _run_spark(run_job, out, phases)
+            summary, stats, rows, plan = _run_spark(run_job, history, out, phases)
         if stats.batches == 0 and not stats.corrupt_count:
             raise CommandError(f"{job.path}: the input is empty: it holds no record batch to replay")
         outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller, plan)
@@ -148,7 +153,8 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
             release_free_memory()  # the report's memory does not stack on the replay's freed heap
             with Progress("drawing report.png", enabled=job.progress):
                 timeline = broker_timeline(out.requests_dir, REPORT_BINS)
-                kraft = {b: (c["kraft_fetch_bytes"], c["zk_request_bytes"]) for b, c in summary.kraft_by_broker().items()}
+                kraft = {b: (c["kraft_noop_bytes"], c["kraft_metadata_bytes"], c["zk_request_bytes"])
+                         for b, c in summary.kraft_by_broker().items()}
                 draw_report(timeline, out.report_path, title=f"ctrlbatch replay of {Path(job.path).name}", kraft=kraft)
             out.commit()
         return outcome
@@ -157,7 +163,7 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
             out.abort()
 
 
-def _controller_at_start(job: ReplayJob, history: Any) -> tuple[ReplayJob, dict[str, Any]]:
+def controller_at_start(job: ReplayJob, history: History) -> tuple[ReplayJob, dict[str, Any]]:
     """The job to run, with the controller id in office where the replay starts, and where that
     id came from: from a snapshot, the KRaft leader of the last LeaderChange below its end offset
     in the retained segments; else (or when none is retained) --controller-id, else 1. After
@@ -185,7 +191,7 @@ def _controller_at_start(job: ReplayJob, history: Any) -> tuple[ReplayJob, dict[
     return attrs.evolve(job, controller_id=leader), info
 
 
-def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
+def _run_local(job: ReplayJob, history: History, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
     from ..engine.local import replay_local
     from ..rows.rows import request_schema
 
@@ -204,7 +210,7 @@ def _run_local(job: ReplayJob, history: Any, out: OutputDir | None) -> tuple[Any
     return result.summary, history.stats, count
 
 
-def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int, str]:
+def _run_spark(job: ReplayJob, history: History, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int, str]:
     from ..spark.engine import HistorySource, replay_spark
     from ..spark.master import MasterError
     from ..spark.progress import StageProgress
@@ -229,6 +235,7 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
                 requests_dir=None if out is None else out.requests_dir,
                 with_frames=job.with_frames,
                 unit_bytes=job.unit_bytes,
+                history=history,  # opened once on the driver (execute)
             )
     except CommandError:
         raise
@@ -238,10 +245,7 @@ def _run_spark(job: ReplayJob, out: OutputDir | None, phases: dict[str, float]) 
             if out is not None:
                 _stop_executors(spark)
             raise interrupt from None
-        line = spark_error_line(e)
-        if line is None:
-            raise
-        raise CommandError(line) from None
+        raise
     except BaseException:  # SIGINT, SIGTERM: stop the executors before DIR.tmp-* is removed
         if out is not None:
             _stop_executors(spark)
@@ -283,33 +287,12 @@ def _stop_executors(spark: Any) -> None:
         proc.wait(timeout=30)
 
 
-MAX_ERROR_CHARS = 400  # an error line shows at most this much of an executor's message
-
-# The last "Name: message" line of a Python traceback relayed by Spark (an executor's OSError, ...).
-_RELAYED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.+)$", re.M)
-
-
-def spark_error_line(e: BaseException) -> str | None:
-    """The one line the user sees for a failed Spark job, from the last Python error a worker
-    relayed (``PermissionError: [Errno 13] Permission denied: 'x'``), bounded; None if the
-    failure carries none (then it is a bug and keeps its trace)."""
-    found = _RELAYED.findall(str(e))
-    python = [(name, text) for name, text in found if not name.startswith(("org.", "java.", "py4j."))]
-    if not python:
-        return None
-    name, text = python[-1]
-    text = text.strip()
-    if len(text) > MAX_ERROR_CHARS:
-        text = f"{text[:MAX_ERROR_CHARS]}... ({len(text):,} characters)"
-    return f"the Spark job failed: {name.rsplit('.', 1)[-1]}: {text}"
-
-
 MAX_BROKER_LINES = 20
 
 
 def format_summary(outcome: ReplayOutcome) -> str:
     """The printed summary: what was read, deltas, then requests, partition states and bytes per
-    API (with dropped requests) and per broker (the busiest 20 by bytes when there are more)."""
+    API (with dropped requests), per cause and per broker (the busiest 20 by bytes when there are more)."""
     data = _summary_dict(outcome.summary)
     stats = outcome.stats
     deltas = data["deltas"]
@@ -327,6 +310,13 @@ def format_summary(outcome: ReplayOutcome) -> str:
         lines.append(
             f"{api:<16}{block['requests']:>12,}{block['partitions']:>14,}{block['bytes']:>16,}{block['dropped']:>10,}"
         )
+    causes = data.get("by_cause", {})
+    if causes:
+        total = data["totals"]["bytes"]
+        lines += ["", f"{'cause (the event of the delta)':<32}{'requests':>12}{'partitions':>14}{'bytes':>16}{'share':>8}"]
+        for cause, c in causes.items():
+            share = f"{100 * c['bytes'] / total:.1f}%" if total else "-"
+            lines.append(f"{cause:<32}{c['requests']:>12,}{c['partitions']:>14,}{c['bytes']:>16,}{share:>8}")
     brokers = sorted(data["by_broker"].items(), key=lambda kv: (-kv[1]["bytes"], int(kv[0])))
     shown = brokers[:MAX_BROKER_LINES]
     more = f" (the {len(shown)} busiest of {len(brokers)})" if len(brokers) > len(shown) else ""
@@ -360,18 +350,26 @@ def _more_lines(outcome: ReplayOutcome, data: Mapping[str, Any]) -> list[str]:
         unsized = f", {kraft['unsized_batches']:,} batches of unknown size" if kraft["unsized_batches"] else ""
         lines += [
             "",
-            f"KRaft beside ZooKeeper mode: metadata log {kraft['log_bytes']:,} bytes in {kraft['log_batches']:,} "
-            f"batches{unsized}, fetched by every KRaft broker (see summary.json for the definition)",
-            f"{'broker':<30}{'KRaft fetched':>16}{'ZK requests':>16}{'ZK / KRaft':>12}",
+            f"KRaft beside ZooKeeper mode: every KRaft broker fetches the whole metadata log, {kraft['log_bytes']:,} "
+            f"bytes in {kraft['log_batches']:,} batches{unsized} (definition in summary.json):",
+            f"  NoOp batches {kraft['noop_bytes']:>16,} bytes in {kraft['noop_batches']:,} batches: written whenever "
+            "nothing else was for metadata.max.idle.interval.ms (500 ms by default), idle cluster or not",
+            f"  metadata     {kraft['metadata_bytes']:>16,} bytes in {kraft['metadata_batches']:,} batches: the "
+            "metadata and control records, what the cluster's changes cost",
+            f"{'broker':<22}{'KRaft metadata':>16}{'KRaft NoOp':>14}{'ZK requests':>16}{'ZK / KRaft metadata':>21}"
+            f"{'ZK / KRaft all':>16}",
         ]
         shown = list(kraft["by_broker"].items())[:MAX_BROKER_LINES]
         for b, c2 in shown:
-            k, z = c2["kraft_fetch_bytes"], c2["zk_request_bytes"]
-            ratio = f"{z / k:.2f}" if k else "-"
-            lines.append(f"{b:<30}{k:>16,}{z:>16,}{ratio:>12}")
+            m, n, z = c2["kraft_metadata_bytes"], c2["kraft_noop_bytes"], c2["zk_request_bytes"]
+            lines.append(f"{b:<22}{m:>16,}{n:>14,}{z:>16,}{_ratio(z, m):>21}{_ratio(z, m + n):>16}")
         if len(kraft["by_broker"]) > len(shown):
             lines.append(f"... {len(kraft['by_broker']) - len(shown)} more brokers in summary.json")
     return lines
+
+
+def _ratio(a: int, b: int) -> str:
+    return f"{a / b:.2f}" if b else "-"
 
 
 def request_versions_line(mv: MetadataVersion) -> str:
@@ -402,4 +400,3 @@ def format_comparison(versions: tuple[MetadataVersion, MetadataVersion], left: R
     return "\n".join(lines) + "\n"
 
 
-controller_at_start = _controller_at_start  # public for replay_dataframe (tables/requests.py): the CLI's rule

@@ -1,26 +1,30 @@
 """The Spark engine's driver: the same rows as ``replay_local``, computed by Spark executors.
 
 Rules of this module:
-- The driver only arranges stages and merges small results; the log never reaches it. The
-  history is cut into units in parallel where that is exact (spark_ranges: one task per byte
-  range computes its net effect, the driver composes them into each unit's starting image and
-  hands unit i to partition i), else by one planning task (spark_plan, routed to partition i by
-  partitionBy); ``SparkReplay.planned`` says which and why. Each unit task replays its unit
-  (spark_unit.run_unit) into send groups kept in a file of its own in a scratch directory beside
-  the requests (group_spill: not through the JVM), then the write tasks number and write the
-  rows (spark_unit.write_unit); the scratch directory is removed when the run ends, however it ends.
+- The roles are the Data Source API's: a picklable source (spark/source.py: ``HistorySource``,
+  opened once on the driver, for planning, and by each task for its own range), a plan that
+  yields units (in parallel where that is exact, spark/ranges.py: one task per byte range
+  computes its net effect, the driver composes them into each unit's starting image and hands
+  unit i to partition i; else one planning task, spark/plan.py, routed to partition i by
+  partitionBy; ``SparkReplay.planned`` says which and why), a unit task (spark/unit.py:
+  ``run_unit`` -> ``UnitEnd``, its send groups kept in a file of its own in a scratch directory
+  beside the requests, group_spill: not through the JVM) and a write task (spark/write.py:
+  ``write_unit`` -> ``WriteEnd``, which numbers and writes the rows). The driver only arranges
+  stages and merges small results; the log never reaches it. The scratch directory is removed
+  when the run ends, however it ends.
 - The write tasks run largest first (by the frame bytes each unit's summary counts, which
   they hash): a large unit started last would leave the other cores idle at the stage's end.
   The parts keep their unit's name, so the order of the files is the unit order whatever ran first.
 - ``seq`` is per broker over the whole replay: the driver collects each unit's ``UnitEnd`` (its
   per-broker counts, summary and read counters) and turns the counts into per-unit starting
   points (prefix sums, in unit order), broadcast to the write tasks.
-- Every task's function runs through ``engine.spark_task`` (a Spark worker's collector
+- Every task's function runs through ``common.tuning.worker_task`` (a Spark worker's collector
   settings: PySpark runs a full collection after every task; engine's rules).
-- Errors cross as values: a unit that failed hands its error in its UnitEnd and the driver
-  raises the earliest one (the first in log order, as the sequential engine meets it) before
-  anything is written. Nothing here parses exception text; an unexpected failure (a bug, a
-  lost executor) propagates as Spark reports it.
+- Errors cross as values: a unit or write task that failed on what the user can act on (bad
+  input, a refused record, an OS error naming its path) hands its error in its UnitEnd or
+  WriteEnd, and the driver raises the earliest one (the first in log order, as the sequential
+  engine meets it); a unit's before anything is written. Nothing here or in the caller parses
+  exception text; an unexpected failure (a bug, a lost executor) propagates as Spark reports it.
 - Wall time of each phase is returned: "plan" is the serial planning task's (work in one task),
   "plan_cuts" / "plan_ranges" / "plan_combine" the parallel plan's (driver, parallel tasks,
   driver), then "replay" and "write"; the figures of real runs live in
@@ -33,19 +37,23 @@ import os
 import shutil
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
-from ..engine.skeleton import spark_task
+from ctrlbatch.common.tuning import worker_task
+
 from ..log.errors import ReadStats
+from ..log.sources import History
 from ..propagate.propagator import ReplayOptions
 from ..rows.rows import NO_FRAMES
 from ..rows.summary import ReplaySummary
 from .group_spill import spill_dir
-from .plan import MAX_UNITS, HistorySource, plan_units, total_bytes, unit_bytes_for
+from .plan import MAX_UNITS, plan_units, total_bytes, unit_bytes_for
 from .ranges import plan_ranges
-from .unit import UnitEnd, first_error, run_unit, write_unit
+from .source import HistorySource
+from .unit import UnitEnd, first_error, run_unit
+from .write import WriteEnd, write_unit
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -63,7 +71,7 @@ class SparkReplay:
     rows: int
     units: int
     seconds: dict[str, float]  # wall time of each phase: plan (or plan_cuts, plan_ranges, plan_combine), replay, write
-    planned: str = "serial"  # "parallel", or "serial: why" (spark_ranges' rules)
+    planned: str = "serial"  # "parallel", or "serial: why" (spark/ranges.py's rules)
 
     def __repr__(self) -> str:
         phases = ", ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items())
@@ -88,14 +96,16 @@ def first_seqs(ends: list[UnitEnd]) -> dict[int, dict[int, int]]:
 def replay_spark(
     spark: SparkSession,
     source: HistorySource,
-    options: Any,
+    options: ReplayOptions,
     *,
     coalesce: int = 1,
     requests_dir: str | os.PathLike[str] | None = None,
     with_frames: bool = False,
     unit_bytes: int | None = None,
+    history: History | None = None,
 ) -> SparkReplay:
     """Replay ``source`` on ``spark``; rows go to ``requests_dir`` (Parquet) when given.
+    ``history``: ``source`` already opened on the driver (by the caller), else it is opened here.
 
     Returns the merged summary and read counters; the log itself never reaches the driver."""
     if not isinstance(source, HistorySource):
@@ -109,7 +119,8 @@ def replay_spark(
     if unit_bytes is not None and (not isinstance(unit_bytes, int) or unit_bytes < 1):
         raise ValueError(f"unit_bytes: expected a positive integer or None, got {unit_bytes!r}")
     sc: SparkContext = spark.sparkContext
-    history = source.open()  # fail early, on the driver, with the reader's error for a bad path
+    if history is None:
+        history = source.open()  # fail early, on the driver, with the reader's error for a bad path
     if unit_bytes is None:
         unit_bytes = unit_bytes_for(history, sc.defaultParallelism)
     seconds: dict[str, float] = {}
@@ -130,7 +141,7 @@ def replay_spark(
         if requests_dir is not None:
             spill = spill_dir(requests_dir)
         ends: list[UnitEnd] = routed.map(
-            lambda unit: spark_task(run_unit, source, options, coalesce, unit, spill)
+            lambda unit: worker_task(run_unit, source, options, coalesce, unit, spill)
         ).collect()
         error = first_error(ends)
         if error is not None:
@@ -150,10 +161,13 @@ def replay_spark(
             starts = sc.broadcast(first_seqs(ends))
             indices = [e.index for e in sorted(ends, key=_frame_bytes, reverse=True)]  # largest first
             digest = options.digest
-            written = sc.parallelize(indices, len(indices)).map(
-                lambda i: spark_task(write_unit, i, spill, starts.value[i], directory, with_frames, digest)
+            written: list[WriteEnd] = sc.parallelize(indices, len(indices)).map(
+                lambda i: worker_task(write_unit, i, spill, starts.value[i], directory, with_frames, digest)
             ).collect()
-            rows = sum(written)
+            error = first_error(written)
+            if error is not None:
+                raise error
+            rows = sum(w.rows for w in written)
         seconds["write"] = time.monotonic() - clock
     finally:
         if spill is not None:

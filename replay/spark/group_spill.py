@@ -10,8 +10,8 @@ Rules of this module:
   CPU from 694 to 619 s and the JVM's from 43 to 16 s, rows identical.
 - Where: ``spill_dir`` makes a scratch directory beside the requests directory. Every executor
   can reach it, since the write tasks already write their Parquet parts into the requests
-  directory (spark_unit's rules); the directory is removed when the run ends, however it ends
-  (spark_engine), and it lies inside the output's temporary directory, which the output removes
+  directory (spark/unit.py's rules); the directory is removed when the run ends, however it ends
+  (spark/engine.py), and it lies inside the output's temporary directory, which the output removes
   on any failure anyway (output.py).
 - Format: pickle (protocol 5) frames, one per chunk of at most ``GROUPS_PER_CHUNK`` groups, each
   a tuple of plain tuples in ``SendGroup``'s field order; a header frame first names those fields

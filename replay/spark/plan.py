@@ -6,17 +6,17 @@ Rules of this module (pyspark-notes.md Part A §2; the design):
   before it: the image before its first delta, the last LeaderChange batch before it (so its
   delta grouping sees the same KRaft leader) and the reading loop's state at its start
   (``reading.ReadFrom``: the offset and epoch checks span units), so each unit replays alone.
-- This is the serial plan: the engine takes it only where the parallel plan (spark_ranges) is
+- This is the serial plan: the engine takes it only where the parallel plan (spark/ranges.py) is
   not exact or fails (a text input, a snapshot start, --skip-corrupt, --coalesce > 1, a
-  ClearElrRecord, bad input: spark_ranges' rules), and it stays the reference the parallel plan
+  ClearElrRecord, bad input: spark/ranges.py's rules), and it stays the reference the parallel plan
   is tested against. One planning task reads the history once through the one reading loop
   (``History.reader``: the same checks as the sequential engine), grouping deltas and folding
   the image with ``apply_delta`` only (no requests); the cut positions come from the reader
   itself (``LogReader.resume``). Its time is reported as the "plan" phase (``Unit.planned_after``).
   Its share of a run is in benchmarks/results/replay_bench.json.
-- A planning error (bad input, a refused record) is not raised in the task: it ends the plan
+- A planning error (bad input, a refused record, an OS error) is not raised in the task: it ends the plan
   with a unit carrying the error as a value (``Unit.error``), which the unit replay hands to
-  the driver (spark_unit). Nothing of the log reaches the driver.
+  the driver (spark/unit.py). Nothing of the log reaches the driver.
 - ``plan_units`` yields (unit index, Unit) pairs only because Spark's ``partitionBy`` routes
   (key, value) pairs: the key is the partition the unit goes to, nothing else reads it.
 - Units are about ``unit_bytes`` of input each, at most ``max_units`` of them; text inputs
@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from ctrlbatch.common import CommandError
+from ctrlbatch.common import CommandError, os_error_line
 
 from ..engine.skeleton import locate, snapshot_start, trail_for
 from ..image.deltas import Delta, group_deltas
@@ -43,7 +43,8 @@ from ..image.packed_image import PackedImage, pack_image, unpack_image
 from ..log.errors import BatchTrail
 from ..log.reading import TEXT_KINDS, ReadFrom
 from ..log.records import LEADER_CHANGE, LogBatch
-from ..log.sources import History, open_history
+from ..log.sources import History
+from .source import HistorySource
 
 __all__ = [
     "HistorySource", "MAX_UNITS", "MAX_UNIT_BYTES", "MIN_UNIT_BYTES", "Unit", "pack_image", "plan_units",
@@ -60,19 +61,6 @@ MIN_UNIT_BYTES = 256 << 10
 # 9.8 to 3.2 s.
 MAX_UNIT_BYTES = 64 << 20
 MAX_UNITS = 64  # each task has a fixed cost and a unit carries an image: a few dozen are plenty
-
-
-@attrs.frozen(slots=True)
-class HistorySource:
-    """How an executor reopens the history (a picklable recipe, not the data)."""
-
-    path: str
-    from_snapshot: str | None = None
-    skip_corrupt: bool = False
-
-    def open(self) -> History:
-        snap: Any = self.from_snapshot
-        return open_history(self.path, from_snapshot=snap, skip_corrupt=self.skip_corrupt)
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -172,8 +160,11 @@ def plan_units(source: HistorySource, coalesce: int, unit_bytes: int, max_units:
                 count += 1
                 start, start_image, start_leader = here, image, tracker.last_leader
                 next_cut = done + unit_bytes
-    except CommandError as e:
-        error = locate(e, trail, history) if isinstance(e, MetadataReplayError) else e
+    except (CommandError, OSError) as e:
+        if isinstance(e, OSError):
+            error: CommandError = CommandError(os_error_line(e))
+        else:
+            error = locate(e, trail, history) if isinstance(e, MetadataReplayError) else e
         yield count, Unit(count, start, None, start_image, start_leader, with_snapshot and count == 0,
                           time.monotonic() - began, error)
         return
@@ -181,7 +172,7 @@ def plan_units(source: HistorySource, coalesce: int, unit_bytes: int, max_units:
                       time.monotonic() - began)
 
 
-def unit_bytes_for(history: Any, cores: int) -> int:
+def unit_bytes_for(history: History, cores: int) -> int:
     """Input bytes per unit: about UNITS_PER_CORE units per core, within [MIN, MAX]_UNIT_BYTES,
     but never so small that MAX_UNITS units leave a remainder for the last one (on 552 MB,
     8 MiB units made the 64th unit 24 MB: one core worked alone at the end)."""
@@ -190,5 +181,5 @@ def unit_bytes_for(history: Any, cores: int) -> int:
     return max(wanted, -(-total // MAX_UNITS))
 
 
-def total_bytes(history: Any) -> int:
+def total_bytes(history: History) -> int:
     return sum(os.path.getsize(s) for s in history.segments)

@@ -1,6 +1,6 @@
 """The Spark engine's plan in parallel: byte ranges read at once, their net effects composed in order.
 
-Rules of this module (the design: issue 13; the serial plan it stands in for: spark_plan):
+Rules of this module (the design: issue 13; the serial plan it stands in for: spark/plan.py):
 - Cuts without decoding: ``batch_cuts`` hops the 12-byte (offset, length) prefixes of the
   segments, a batch at a time (0.5 s per million batches on these machines), and cuts at the
   first batch start past every ``unit_bytes``. Nothing else of a batch is read there. It reads
@@ -42,28 +42,29 @@ import os
 import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import attrs
 
 from ctrlbatch.common import CommandError
+from ctrlbatch.common.tuning import worker_task
 
-from ..engine.skeleton import spark_task
 from ..image.deltas import group_deltas
 from ..image.image import EMPTY_IMAGE
 from ..image.net_effect import NetBuilder, NotComposable, PackedNet, compose
 from ..image.packed_image import PackedImage, pack_image, unpack_image
 from ..log.reading import TEXT_KINDS, EpochCheck, Position, ReadFrom
 from ..log.records import ABORT_TRANSACTION_RECORD, BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, LogBatch
+from ..log.sources import History
 from .plan import HistorySource, Unit, is_leader_change
 
 if TYPE_CHECKING:
     from pyspark import RDD, SparkContext
+    from pyspark.broadcast import Broadcast
 
-T = TypeVar("T")
 
 
-def _unpacked(unit: Unit, image: PackedImage) -> Any:
+def _unpacked(unit: Unit, image: PackedImage) -> Unit:
     return attrs.evolve(unit, image=unpack_image(image))
 
 __all__ = ["RangeReport", "batch_cuts", "plan_ranges", "range_report", "serial_reason"]
@@ -72,7 +73,7 @@ _PREFIX = struct.Struct(">qi")  # baseOffset, batchLength: the 12 bytes before e
 _TXN = {BEGIN_TRANSACTION_RECORD: True, END_TRANSACTION_RECORD: False, ABORT_TRANSACTION_RECORD: False}
 
 
-def serial_reason(history: Any, coalesce: int) -> str | None:
+def serial_reason(history: History, coalesce: int) -> str | None:
     """Why this run is planned serially (module rules), or None."""
     for reason, applies in (
         ("a text input has no byte ranges", history.kind in TEXT_KINDS or history.kind != "log"),
@@ -145,7 +146,7 @@ class RangeReport:
 class _Watch:
     """Passes the range's batches on, noting the first, the last LeaderChange and transactions."""
 
-    def __init__(self, batches: Any) -> None:
+    def __init__(self, batches: Iterable[LogBatch]) -> None:
         self.batches = batches
         self.first: LogBatch | None = None
         self.leader: LogBatch | None = None
@@ -178,7 +179,7 @@ def range_report(source: HistorySource, index: int, begin: Position, stop: Posit
     try:
         for delta in group_deltas(watch, 1):
             builder.add(delta.records, delta.last_offset, delta.epoch)
-    except (CommandError, NotComposable) as e:
+    except (CommandError, NotComposable, OSError) as e:  # the serial plan then raises it exactly
         problem = f"{type(e).__name__}: {e}"
     if problem is not None:
         return RangeReport(index, None, None, None, -1, -1, None, False, time.monotonic() - began, problem)
@@ -205,12 +206,12 @@ def _mismatch(before: RangeReport, report: RangeReport, begin: Position) -> str 
 
 
 def combine(reports: Iterable[RangeReport], begins: list[Position], planned: float,
-            ship: Callable[[Unit, PackedImage], T] = _unpacked) -> list[T] | str:
+            ship: Callable[[Unit, PackedImage], Unit] = _unpacked) -> list[Unit] | str:
     """Each range's unit, starting from the image the earlier ranges' net effects compose to;
     or why the ranges do not compose (module rules). ``ship`` gets each unit (its image left
     empty) and its packed image, and returns what is kept (by default the unit with its image;
     the engine: the image broadcast, so the driver holds one image at a time)."""
-    units: list[T] = []
+    units: list[Unit] = []
     image, leader = pack_image(EMPTY_IMAGE), None
     before: RangeReport | None = None
     for i, report in enumerate(reports):
@@ -241,7 +242,7 @@ class RangePlan:
     units: list[Unit] | None
     reason: str | None
     seconds: dict[str, float]
-    images: list[Any] = attrs.field(factory=list)
+    images: list[Broadcast[PackedImage]] = attrs.field(factory=list)
 
     def routed(self, sc: SparkContext) -> RDD[Unit]:
         """Unit i in partition i, its image unpacked in the task."""
@@ -259,7 +260,7 @@ class RangePlan:
             image.destroy()
 
 
-def plan_ranges(sc: SparkContext, source: HistorySource, history: Any, coalesce: int, unit_bytes: int,
+def plan_ranges(sc: SparkContext, source: HistorySource, history: History, coalesce: int, unit_bytes: int,
                 max_units: int) -> RangePlan:
     """The units of the run, planned in parallel where that is exact (module rules)."""
     reason = serial_reason(history, coalesce)
@@ -275,9 +276,9 @@ def plan_ranges(sc: SparkContext, source: HistorySource, history: Any, coalesce:
     bounds = [(i, begins[i], begins[i + 1] if i + 1 < len(begins) else None) for i in range(len(begins))]
     # computed in parallel and kept on disk, then read here one at a time: the driver never
     # holds every net effect (at 10M records each names most of the 50,000 partitions)
-    reports = sc.parallelize(bounds, len(bounds)).map(lambda b: spark_task(range_report, source, *b))
+    reports = sc.parallelize(bounds, len(bounds)).map(lambda b: worker_task(range_report, source, *b))
     reports.persist(StorageLevel.DISK_ONLY)
-    images: list[Any] = []
+    images: list[Broadcast[PackedImage]] = []
     try:
         reports.count()
         ranges = time.monotonic() - clock - cut

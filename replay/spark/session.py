@@ -19,7 +19,7 @@ Rules of this module (pyspark-notes.md Part B):
 - quiet=True also drops the JVM's own "WARNING: Using incubator modules" line, which log4j
   cannot reach: the JVM's standard error goes through a pipe that forwards every other line.
 - A master is checked before a JVM is started for it, and a session that fails to start is one
-  line (spark_master.py): ``MasterError`` for a wrong or unreachable master, within seconds.
+  line (spark/master.py): ``MasterError`` for a wrong or unreachable master, within seconds.
 - The driver's log4j file applies whatever the master (the driver is this process's JVM); a
   cluster's executors keep their own logging.
 - py4j reports a failed gateway call twice: it raises Py4JNetworkError (which the command turns
@@ -192,7 +192,7 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     if effective is not None and SparkSession.getActiveSession() is None:
-        check_master(effective)  # a MasterError in seconds, before any JVM (spark_master.py)
+        check_master(effective)  # a MasterError in seconds, before any JVM (spark/master.py)
     settings = dict(SESSION_CONF)
     if local:
         settings.update(LOCAL_CONF)

@@ -1,4 +1,4 @@
-"""The Spark engine's executor side: one unit replayed, then its rows written.
+"""The Spark engine's unit task: one unit replayed (the Data Source API's partition reader).
 
 Rules of this module:
 - A unit task reads only its byte range through the one reading loop (``History.reader(begin,
@@ -13,29 +13,28 @@ Rules of this module:
   per-broker request counts, summary, read counters, and, when the unit failed, the error as a
   value (a ReplayInputError or MetadataReplayError with the reader's own message). The task
   itself never fails on bad input, so the driver never reads an error out of Spark's text.
-- The write task of unit i numbers the rows from the per-broker starting points the driver
-  computed (prefix sums of the earlier units' counts), hashes each frame (rows.expand_columns)
-  and writes ``part-<i>.parquet`` with pyarrow, so the files read back in send order.
+- An OS error (the spill file, the input changing under the reader) is an error value too,
+  one line naming the path (``common.os_error_line``). The write task is spark/write.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 import attrs
 
-from ctrlbatch.common import CommandError
+from ctrlbatch.common import CommandError, os_error_line
 
 from ..engine.skeleton import EngineRun
 from ..log.errors import ReadStats
 from ..propagate.propagator import ReplayOptions
-from ..rows.rows import REQUEST_SCHEMA, expand_columns, request_schema
 from ..rows.summary import ReplaySummary
-from .group_spill import read_groups, spill_path, write_groups
-from .plan import HistorySource, Unit
+from .group_spill import spill_path, write_groups
+from .plan import Unit
+from .source import HistorySource
+from .write import WriteEnd
 
-__all__ = ["UnitEnd", "first_error", "run_unit", "write_unit"]
+__all__ = ["UnitEnd", "first_error", "run_unit"]
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -58,7 +57,10 @@ class UnitEnd:
 def run_unit(source: HistorySource, options: ReplayOptions, coalesce: int, unit: Unit, spill: str | None) -> UnitEnd:
     """Replay one unit; its groups go to ``spill_path(spill, unit.index)`` (kept nowhere without
     ``spill``: a run that writes no rows needs only the counts)."""
-    history = source.open()
+    try:
+        history = source.open()
+    except CommandError as e:  # the input changed under the run (the driver opened it)
+        return UnitEnd(unit.index, {}, ReplaySummary(), ReadStats(), unit.planned_after, e)
     run = EngineRun(history, options, coalesce)
     error = unit.error
     if error is None:
@@ -72,26 +74,13 @@ def run_unit(source: HistorySource, options: ReplayOptions, coalesce: int, unit:
                 write_groups(spill_path(spill, unit.index), groups)
         except CommandError as e:  # bad input or a refused record, already named by file and offset
             error = e
+        except OSError as e:  # the spill file (disk full, ...) or the input under the reader
+            error = CommandError(os_error_line(e))
     return UnitEnd(unit.index, dict(run.delivered), run.summary, history.stats, unit.planned_after, error)
 
 
-def write_unit(
-    index: int, spill: str, first_seq: dict[int, int], directory: str, with_frames: bool, digest: str = "sha256",
-) -> int:
-    """Write unit ``index``'s rows (its groups from ``spill``) to ``directory/part-<index>.parquet``;
-    returns the row count."""
-    from ..output.output import ParquetRows
-
-    writer = ParquetRows(Path(directory), request_schema(digest), name=f"part-{index:05d}.parquet")
-    groups = read_groups(spill_path(spill, index))
-    for columns in expand_columns(groups, dict(first_seq), with_frames, REQUEST_SCHEMA.names):
-        writer.write_columns(columns)
-    writer.close()
-    return writer.count
-
-
-def first_error(ends: Iterable[UnitEnd]) -> CommandError | None:
+def first_error(ends: Iterable[UnitEnd | WriteEnd]) -> CommandError | None:
     """The error of the earliest failed unit (the first in log order, as the sequential engine
-    meets it), or None."""
+    meets it), or None; for the unit tasks' ends and the write tasks' alike."""
     failed = sorted((e for e in ends if e.error is not None), key=lambda e: e.index)
     return failed[0].error if failed else None

@@ -2,7 +2,7 @@
 
 Rules of this module (record batch v2: DefaultRecordBatch.java:44-100, kafka-metadata-log-format.md 4):
 - Planning reads no record: ``cuts`` hops the 12-byte (baseOffset, batchLength) prefixes of the
-  segments (as spark_ranges.batch_cuts does) and cuts at the first batch start past every
+  segments (as spark/ranges.py's batch_cuts does) and cuts at the first batch start past every
   ``unit_bytes``, remembering the batch before each cut.
 - A partition reads its range through the one reading loop (``History.reader``: the same
   checks, snapshot trim and skip-corrupt rule as the replay), starting one batch early, at the

@@ -1,10 +1,10 @@
 """``replay_dataframe``: the replay's requests as a Spark DataFrame, computed by Spark tasks.
 
 Rules of this module:
-- The rows are the Spark engine's (spark_engine.replay_spark, its plan and units as the CLI runs
+- The rows are the Spark engine's (spark/engine.py's replay_spark, its plan and units as the CLI runs
   them): each unit task replays its byte range and each write task writes its Parquet part into
   ``work_dir``; the DataFrame reads those parts. Nothing of the log or of the rows reaches the
-  driver, which only composes the plan and merges the per-unit counts (spark_engine's rules).
+  driver, which only composes the plan and merges the per-unit counts (spark/engine.py's rules).
 - So the rows are the Parquet output's (rows.REQUEST_SCHEMA: the same values, the delta's first
   and last offsets included) plus ``delta_time``, the delta's timestamp (the ``timestamp`` column,
   ms) as a TIMESTAMP; columns in schema.REQUESTS_ARROW's order.
@@ -86,7 +86,8 @@ def replay_dataframe(
     job, _controller = controller_at_start(job, history)
     requests_dir = os.path.join(_work_dir(work_dir), "requests")
     replay_spark(spark, HistorySource(source_path, snapshot, skip_corrupt), job.options(), coalesce=coalesce,
-                 requests_dir=requests_dir, with_frames=with_frames, unit_bytes=unit_bytes)
+                 requests_dir=requests_dir, with_frames=with_frames, unit_bytes=unit_bytes,
+                 history=history)  # opened once on the driver
     frame: Any = spark.read.parquet(requests_dir)
     frame = frame.withColumn("delta_time", F.timestamp_millis(F.col("timestamp")))
     result: DataFrame = frame.select(*REQUESTS_ARROW.names)

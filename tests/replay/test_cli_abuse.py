@@ -221,28 +221,19 @@ def test_spark_sigterm_while_writing_leaves_no_temporary_directory(tmp_path: Pat
     assert _spark_dirs() <= before
 
 
-def test_an_executor_error_relayed_by_spark_becomes_one_bounded_line() -> None:
-    from ctrlbatch.replay.run.job import MAX_ERROR_CHARS, spark_error_line
+def test_no_module_reads_an_error_out_of_exception_text() -> None:
+    """Errors cross from Spark's tasks as typed values (UnitEnd, WriteEnd): the regex over Spark's
+    text that used to find an executor's error is gone, and stays gone."""
+    import ctrlbatch.replay as replay
 
-    relayed = (
-        "An error occurred while calling o93.collect.\n"
-        ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 1.0 failed\n"
-        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
-        '  File "/x/replay/log/segments.py", line 321, in read_segment\n'
-        "PermissionError: [Errno 13] Permission denied: '/data/00000000000000000000.log'\n"
-        "\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:1)\n"
-        "java.lang.IllegalStateException: whatever the JVM adds last\n"
-    )
-    assert spark_error_line(Exception(relayed)) == (
-        "the Spark job failed: PermissionError: [Errno 13] Permission denied: '/data/00000000000000000000.log'"
-    )
-    huge = spark_error_line(Exception("ValueError: " + "v" * 1_000_000))
-    assert huge is not None and len(huge) < MAX_ERROR_CHARS + 100 and huge.endswith("(1,000,000 characters)")
-    assert spark_error_line(Exception("org.apache.spark.SparkException: only the JVM speaks")) is None
+    root = Path(replay.__file__).parent
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
+                 if "spark_error_line" in p.read_text(encoding="utf-8") or "_RELAYED" in p.read_text(encoding="utf-8")]
+    assert offenders == []
 
 
 def test_an_os_error_is_one_line_with_its_path() -> None:
-    from ctrlbatch.replay.run.cli import os_error_line
+    from ctrlbatch.common import os_error_line
 
     assert os_error_line(PermissionError(13, "Permission denied", "/data/x.log")) == "/data/x.log: Permission denied"
     assert os_error_line(OSError(18, "Invalid cross-device link", "/a", None, "/b")) == "/a -> /b: Invalid cross-device link"

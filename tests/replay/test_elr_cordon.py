@@ -171,7 +171,7 @@ def _lair(row: dict[str, Any]) -> list[tuple[str, int, int, int, tuple[int, ...]
 
 
 def at(rows: list[dict[str, Any]], delta: int) -> list[dict[str, Any]]:
-    return [r for r in rows if r["delta"] == delta]
+    return [r for r in rows if r["delta_last_offset"] == delta]
 
 
 # ---------------------------------------------------------------- the image, record by record
@@ -268,7 +268,7 @@ def test_the_requests_follow_the_4_1_rules(log: Path) -> None:
     # offset 24: broker 2 cordons its dir: a changed broker: UpdateMetadata with everything to all,
     # LeaderAndIsr for broker 2's partitions; the full UpdateMetadata lists only the live topics.
     d = at(rows, 24)
-    full = [r for r in d if r["api_key"] == UMR and r["update_type"] == 0]
+    full = [r for r in d if r["api_key"] == UMR and r["update_type"] == "UNKNOWN"]
     assert sorted(r["broker"] for r in full) == [1, 2, 3]
     for r in full:
         assert sorted(_states(r)) == [("keep", K2, 0, 3, 0, 1), ("new", Y, 0, 2, 0, 1)]
@@ -284,14 +284,14 @@ def test_from_the_snapshot_the_log_after_it_sends_the_same(log: Path) -> None:
     rows, image = _replay(log, snapshot=False)
     snap_rows, snap_image = _replay(log, snapshot=True)
     assert snap_image.topics == image.topics and snap_image.brokers == image.brokers
-    assert {r["delta"] for r in snap_rows} == {SNAPSHOT_END - 1} | {r["delta"] for r in rows if r["delta"] >= SNAPSHOT_END}
+    assert {r["delta_last_offset"] for r in snap_rows} == {SNAPSHOT_END - 1} | {r["delta_last_offset"] for r in rows if r["delta_last_offset"] >= SNAPSHOT_END}
 
     def content(rs: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        return [(r["delta"], r["broker"], r["api_key"], r["partitions"], r["bytes"], r["update_type"],
+        return [(r["delta_last_offset"], r["broker"], r["api_key"], r["partitions"], r["bytes"], r["update_type"],
                  r["controller_id"], r["controller_epoch"]) for r in rs]
 
-    assert content([r for r in snap_rows if r["delta"] >= SNAPSHOT_END]) == content(
-        [r for r in rows if r["delta"] >= SNAPSHOT_END])
+    assert content([r for r in snap_rows if r["delta_last_offset"] >= SNAPSHOT_END]) == content(
+        [r for r in rows if r["delta_last_offset"] >= SNAPSHOT_END])
 
 
 @pytest.mark.parametrize("snapshot", [False, True])

@@ -445,7 +445,7 @@ def test_clear_elr_sends_the_cleared_partition_with_its_new_epoch_and_both_engin
     assert local.image.topics[A].partitions[0].partition_epoch == 5 and not local.image.topics[A].partitions[0].has_elr
     assert local.image.topics[A].partitions[1].partition_epoch == 4
     clear_t, clear_all = 10, 11  # the offsets of the two ClearElr records
-    by_delta = {d: sorted((r["api_key"], r["broker"], r["partitions"]) for r in rows if r["delta"] == d)
+    by_delta = {d: sorted((r["api_key"], r["broker"], r["partitions"]) for r in rows if r["delta_last_offset"] == d)
                 for d in (clear_t, clear_all)}
     # ClearElr("t"): p0 changed (epoch 5): LeaderAndIsr to its three replicas, UpdateMetadata to all.
     assert by_delta[clear_t] == [(LAIR, b, 1) for b in (1, 2, 3)] + [(UMR, b, 1) for b in (1, 2, 3)]

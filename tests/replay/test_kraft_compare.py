@@ -1,6 +1,7 @@
 """KRaft beside ZooKeeper mode on the same history: the metadata log bytes every KRaft broker fetched
-(summary.KRAFT_DEFINITION) beside the ZooKeeper-mode request bytes, additive like the rest of the
-summary, in summary.json, the printed summary and report.png."""
+(summary.KRAFT_DEFINITION), split into NoOp batches and metadata batches, beside the ZooKeeper-mode
+request bytes, additive like the rest of the summary, in summary.json, the printed summary and
+report.png."""
 
 from __future__ import annotations
 
@@ -34,8 +35,14 @@ def test_the_sample_log_bytes_are_its_segment_bytes(sample_dir: Path) -> None:
     by_broker = kraft["by_broker"]
     assert by_broker and set(data["by_broker"]) <= set(by_broker)
     for b, c in by_broker.items():
-        assert c["kraft_fetch_bytes"] == segment_bytes
+        assert c["kraft_fetch_bytes"] == segment_bytes == c["kraft_noop_bytes"] + c["kraft_metadata_bytes"]
         assert c["zk_request_bytes"] == data["by_broker"].get(b, {"bytes": 0})["bytes"]
+    # an idle single-node cluster: 4,800 of its 4,814 batches hold one NoOp each, 72 bytes a batch
+    # (pyspark-notes.md section 1.1); the 4,801st NoOp shares the batch at offsets 470-472 with a
+    # topic's records, which makes it a metadata batch, like the 13 others
+    assert (kraft["noop_batches"], kraft["metadata_batches"]) == (4_800, 14)
+    assert kraft["noop_bytes"] == 4_800 * 72 == segment_bytes - kraft["metadata_bytes"]
+    assert by_broker["1"]["kraft_metadata_bytes"] == kraft["metadata_bytes"] < by_broker["1"]["zk_request_bytes"]
 
 
 def test_from_a_snapshot_the_span_is_the_snapshot_and_the_batches_from_its_end(tmp_path: Path) -> None:
@@ -58,6 +65,7 @@ def test_text_inputs_count_their_batches_as_unsized(tmp_path: Path) -> None:
     result.drain()
     kraft = result.summary.to_dict()["kraft_vs_zookeeper"]
     assert kraft["log_bytes"] == 0 and kraft["unsized_batches"] == kraft["log_batches"] > 0
+    assert kraft["noop_bytes"] == kraft["metadata_bytes"] == 0 and kraft["noop_batches"] > 0
 
 
 @given(st.integers(0, 10_000))
@@ -91,21 +99,28 @@ def test_printed_summary_summary_json_and_report_png(sample_dir: Path, tmp_path:
     assert code == 0, err
     saved = json.loads((tmp_path / "o" / "summary.json").read_text())["summary"]["kraft_vs_zookeeper"]
     log = saved["log_bytes"]
-    assert f"KRaft beside ZooKeeper mode: metadata log {log:,} bytes in {saved['log_batches']:,} batches" in printed
+    assert (f"every KRaft broker fetches the whole metadata log, {log:,} bytes in {saved['log_batches']:,} batches"
+            in printed)
+    assert f"NoOp batches {saved['noop_bytes']:>16,} bytes in {saved['noop_batches']:,} batches" in printed
+    assert f"metadata     {saved['metadata_bytes']:>16,} bytes in {saved['metadata_batches']:,} batches" in printed
     for b, c in saved["by_broker"].items():
-        z = c["zk_request_bytes"]
-        ratio = f"{z / log:.2f}"
-        assert f"{b:<30}{log:>16,}{z:>16,}{ratio:>12}" in printed
-    assert _png_size(tmp_path / "o" / "report.png") == (1300, 1200)  # the fourth panel: 12 inches high
+        m, n, z = c["kraft_metadata_bytes"], c["kraft_noop_bytes"], c["zk_request_bytes"]
+        assert f"{b:<22}{m:>16,}{n:>14,}{z:>16,}{z / m:>21.2f}{z / (m + n):>16.2f}" in printed
+    width, height = _png_size(tmp_path / "o" / "report.png")
+    assert width == 1300 and height > 800
 
 
-def test_report_without_the_comparison_keeps_its_three_panels(tmp_path: Path) -> None:
+def test_report_adapts_to_one_broker_and_adds_the_comparison_below(tmp_path: Path) -> None:
     import numpy as np
 
     from ctrlbatch.replay.output.report import BrokerTimeline, draw_report
 
-    timeline = BrokerTimeline((1,), np.array([0, 1000, 2000]), np.array([[1, 2]]), np.array([[10, 20]]))
-    draw_report(timeline, tmp_path / "a.png", title="t")
-    draw_report(timeline, tmp_path / "b.png", title="t", kraft={1: (100, 30), 2: (100, 0)})
-    assert _png_size(tmp_path / "a.png") == (1300, 900)
-    assert _png_size(tmp_path / "b.png") == (1300, 1200)
+    one = BrokerTimeline((1,), np.array([0, 1000, 2000]), np.array([[1, 2]]), np.array([[10, 20]]))
+    two = BrokerTimeline((1, 2), np.array([0, 1000, 2000]), np.array([[1, 2], [0, 1]]), np.array([[10, 20], [0, 5]]))
+    draw_report(one, tmp_path / "one.png", title="t")
+    draw_report(two, tmp_path / "two.png", title="t")
+    draw_report(one, tmp_path / "one-kraft.png", title="t", kraft={1: (300, 30, 100), 2: (300, 30, 0)})
+    (w1, h1), (w2, h2), (w3, h3) = (_png_size(tmp_path / f"{n}.png") for n in ("one", "two", "one-kraft"))
+    assert w1 == w2 == w3 == 1300
+    assert h1 < h2  # one broker: no heat maps that would repeat the top panel
+    assert h3 > h1  # the KRaft panel below

@@ -37,26 +37,32 @@ LAIR, SR, UMR = 4, 5, 6
 # The real sample with --targets all, derived from kafka-metadata-records.md §9 and the propagator:
 # (delta, api, partitions, update type)
 SAMPLE_ROWS = [
-    (9, UMR, 0, 0),  # the unfence: broker 1 is a changed ZK broker; batch A with every partition (none yet)
-    (469, LAIR, 50, 1), (469, UMR, 50, 1),  # __consumer_offsets created, 50 partitions
-    (472, LAIR, 1, 1), (472, UMR, 1, 1),  # four one-partition topics
-    (542, LAIR, 1, 1), (542, UMR, 1, 1),
-    (2214, LAIR, 1, 1), (2214, UMR, 1, 1),
-    (2216, LAIR, 1, 1), (2216, UMR, 1, 1),
+    (9, UMR, 0, "UNKNOWN"),  # the unfence: broker 1 is a changed ZK broker; batch A with every partition (none yet)
+    (469, LAIR, 50, "INCREMENTAL"), (469, UMR, 50, "INCREMENTAL"),  # __consumer_offsets created, 50 partitions
+    (472, LAIR, 1, "INCREMENTAL"), (472, UMR, 1, "INCREMENTAL"),  # four one-partition topics
+    (542, LAIR, 1, "INCREMENTAL"), (542, UMR, 1, "INCREMENTAL"),
+    (2214, LAIR, 1, "INCREMENTAL"), (2214, UMR, 1, "INCREMENTAL"),
+    (2216, LAIR, 1, "INCREMENTAL"), (2216, UMR, 1, "INCREMENTAL"),
     # offset 4871: inControlledShutdown on the unfenced broker plus the 54 leader=-1 changes, one
     # batch: batch A UpdateMetadata with all 54, then LeaderAndIsr for all 54 and its UpdateMetadata
-    (4925, UMR, 54, 0), (4925, LAIR, 54, 1), (4925, UMR, 54, 1),
+    (4925, UMR, 54, "UNKNOWN"), (4925, LAIR, 54, "INCREMENTAL"), (4925, UMR, 54, "INCREMENTAL"),
 ]
 
 
 def test_the_real_sample_end_to_end() -> None:
     result = replay_local(open_history(str(SAMPLE)), ReplayOptions())
     rows = result.drain()
-    assert [(r["delta"], r["api_key"], r["partitions"], r["update_type"]) for r in rows] == SAMPLE_ROWS
+    assert [(r["delta_last_offset"], r["api_key"], r["partitions"], r["update_type"]) for r in rows] == SAMPLE_ROWS
     assert [r["seq"] for r in rows] == list(range(14)) and {r["broker"] for r in rows} == {1}
     for r in rows:
         assert (r["controller_id"], r["controller_epoch"], r["api_version"]) == (1, 1, {LAIR: 7, UMR: 8}[r["api_key"]])
-    shutdown = [r for r in rows if r["delta"] == 4925]
+    shutdown = [r for r in rows if r["delta_last_offset"] == 4925]
+    # each delta's cause, from its records (kafka-metadata-records.md §9)
+    assert {r["delta_last_offset"]: r["cause"] for r in rows} == {
+        9: "broker unfence", 469: "topic creation", 472: "topic creation", 542: "topic creation",
+        2214: "topic creation", 2216: "topic creation", 4925: "controlled shutdown",
+    }
+    assert {r["api"] for r in rows} == {"LeaderAndIsr", "UpdateMetadata"}
     assert shutdown[0]["timestamp"] == shutdown[1]["timestamp"] > rows[0]["timestamp"]
     # The registrations at offsets 6 and 8 and the final fence reach a fenced broker: dropped.
     summary = result.summary.to_dict()
@@ -65,6 +71,12 @@ def test_the_real_sample_end_to_end() -> None:
         "requests": 14, "partitions": 270, "bytes": sum(r["bytes"] for r in rows), "dropped": 3,
     }
     assert summary["deltas"] == {"total": 4813, "with_requests": 7, "without_requests": 4806}
+    # per cause, in CAUSES' order: what each event cost
+    assert {c: b["requests"] for c, b in summary["by_cause"].items()} == {
+        "topic creation": 10, "controlled shutdown": 3, "broker unfence": 1,
+    }
+    assert list(summary["by_cause"]) == ["topic creation", "controlled shutdown", "broker unfence"]
+    assert sum(b["bytes"] for b in summary["by_cause"].values()) == summary["totals"]["bytes"]
     assert summary["records_by_type"]["NO_OP_RECORD"] == 4801 and summary["records_by_type"]["PARTITION_RECORD"] == 54
     assert result.image.offset == 4928 and len(result.image.topics) == 5
     assert sum(len(t.partitions) for t in result.image.topics.values()) == 54
@@ -80,7 +92,10 @@ def test_targets_migrating_on_the_sample_delivers_nothing() -> None:
 def test_a_what_if_ibp_changes_versions_and_bytes_only() -> None:
     base = replay_local(open_history(str(SAMPLE)), ReplayOptions()).drain()
     old = replay_local(open_history(str(SAMPLE)), ReplayOptions(ibp=MetadataVersion.IBP_2_8_IV1)).drain()
-    assert [(r["delta"], r["api_key"], r["partitions"]) for r in old] == [(r["delta"], r["api_key"], r["partitions"]) for r in base]
+    def key(r: dict[str, Any]) -> tuple[int, int, int]:
+        return r["delta_last_offset"], r["api_key"], r["partitions"]
+
+    assert [key(r) for r in old] == [key(r) for r in base]
     assert {(r["api_key"], r["api_version"]) for r in old} == {(LAIR, 5), (UMR, 7)}
     assert sum(r["bytes"] for r in old) != sum(r["bytes"] for r in base)
 
@@ -133,16 +148,17 @@ def test_a_snapshot_takes_the_image_path_then_the_log_follows(tmp_path: Path) ->
     write_snapshot_and_log(directory)
     result = replay_local(open_history(str(directory), from_snapshot="newest"), ReplayOptions(), with_frames=True)
     rows = result.drain()
-    got = [(r["delta"], r["api_key"], r["broker"], r["partitions"], r["update_type"], r["controller_id"], r["controller_epoch"])
-           for r in rows]
+    got = [(r["delta_last_offset"], r["api_key"], r["broker"], r["partitions"], r["update_type"], r["controller_id"],
+            r["controller_epoch"]) for r in rows]
+    assert {r["delta_last_offset"]: r["cause"] for r in rows} == {9: "snapshot", 11: "ISR change", 12: "topic deletion"}
     assert got == [
         # the image (last contained offset 9, epoch 4): UpdateMetadata with everything, then FULL
-        (9, UMR, 1, 2, 0, 1, 4), (9, UMR, 2, 2, 0, 1, 4),
-        (9, LAIR, 1, 1, 2, 1, 4), (9, LAIR, 2, 2, 2, 1, 4), (9, UMR, 1, 2, 2, 1, 4), (9, UMR, 2, 2, 2, 1, 4),
+        (9, UMR, 1, 2, "UNKNOWN", 1, 4), (9, UMR, 2, 2, "UNKNOWN", 1, 4),
+        (9, LAIR, 1, 1, "FULL", 1, 4), (9, LAIR, 2, 2, "FULL", 1, 4), (9, UMR, 1, 2, "FULL", 1, 4), (9, UMR, 2, 2, "FULL", 1, 4),
         # offset 11: ISR change of t-0, from the new KRaft leader 3000 in epoch 5
-        (11, LAIR, 1, 1, 1, 3000, 5), (11, LAIR, 2, 1, 1, 3000, 5), (11, UMR, 1, 1, 1, 3000, 5), (11, UMR, 2, 1, 1, 3000, 5),
+        (11, LAIR, 1, 1, "INCREMENTAL", 3000, 5), (11, LAIR, 2, 1, "INCREMENTAL", 3000, 5), (11, UMR, 1, 1, "INCREMENTAL", 3000, 5), (11, UMR, 2, 1, "INCREMENTAL", 3000, 5),
         # offset 12: t deleted: during-delete UpdateMetadata, StopReplica(delete) to every replica
-        (12, UMR, 1, 2, 1, 3000, 5), (12, UMR, 2, 2, 1, 3000, 5), (12, SR, 1, 1, None, 3000, 5), (12, SR, 2, 2, None, 3000, 5),
+        (12, UMR, 1, 2, "INCREMENTAL", 3000, 5), (12, UMR, 2, 2, "INCREMENTAL", 3000, 5), (12, SR, 1, 1, None, 3000, 5), (12, SR, 2, 2, None, 3000, 5),
     ]
     assert rows[0]["timestamp"] == 555  # the snapshot header's lastContainedLogTimestamp
     for r in rows:  # no StopReplica on the image path; seq per broker; frames decode with seq and controller id
@@ -177,7 +193,7 @@ def test_the_replay_is_deterministic_and_coalesce_merges_deltas(tmp_path: Path) 
     merged = replay_local(open_history(str(directory), from_snapshot="newest"), ReplayOptions(), coalesce=2)
     rows = merged.drain()
     # the ISR change and the deletion in one delta: t is gone, so only the deletion's requests remain
-    assert sorted({r["delta"] for r in rows}) == [9, 12]
+    assert sorted({r["delta_last_offset"] for r in rows}) == [9, 12]
     assert merged.summary.deltas == 2
     with pytest.raises(ValueError, match="coalesce"):
         replay_local(open_history(str(directory), from_snapshot="newest"), ReplayOptions(), coalesce=0)
@@ -297,4 +313,4 @@ def test_tallied_groups_count_as_every_row_would(tmp_path: Path, monkeypatch: py
     assert len({r["broker"] for r in rows}) > 1 and len({r["api_key"] for r in rows}) > 1
     assert run.summary.by_api == by_row.by_api and run.summary.by_broker == by_row.by_broker
     assert run.delivered == Counter(r["broker"] for r in rows)
-    assert run.summary.deltas_with_requests == len({r["delta"] for r in rows})
+    assert run.summary.deltas_with_requests == len({r["delta_last_offset"] for r in rows})

@@ -53,12 +53,12 @@ def sends_and_delta(ibp: MetadataVersion | None = None) -> tuple[Delta, list[Sen
 
 def test_the_schema_has_exactly_the_contract_columns() -> None:
     assert [(f.name, str(f.type), f.nullable) for f in REQUEST_SCHEMA] == [
-        ("delta", "int64", False), ("timestamp", "int64", False), ("broker", "int32", False),
-        ("seq", "int64", False), ("api_key", "int16", False), ("api_version", "int16", False),
-        ("controller_id", "int32", False), ("controller_epoch", "int32", False), ("update_type", "int8", True),
+        ("timestamp", "int64", False), ("broker", "int32", False),
+        ("seq", "int64", False), ("api_key", "int16", False), ("api", "string", False), ("api_version", "int16", False),
+        ("controller_id", "int32", False), ("controller_epoch", "int32", False), ("update_type", "string", True),
         ("partitions", "int32", False), ("bytes", "int64", False), ("sha256", "string", False),
-        ("dropped", "bool", False), ("frame", "binary", True),
-        ("delta_first_offset", "int64", False), ("delta_last_offset", "int64", False),
+        ("frame", "binary", True), ("delta_first_offset", "int64", False), ("delta_last_offset", "int64", False),
+        ("cause", "string", False),
     ]
 
 
@@ -72,18 +72,19 @@ def test_each_row_describes_its_own_frame(ibp: MetadataVersion | None) -> None:
         assert row["bytes"] == len(frame) and row["sha256"] == hashlib.sha256(frame).hexdigest()
         d = decode_request(frame[4:])
         assert d.header.correlation_id == row["seq"] and d.header.client_id == "3000" == str(row["controller_id"])
-        assert (row["delta"], row["timestamp"], row["broker"]) == (9, 1_700_000_000_123, send.broker)
+        assert (row["delta_last_offset"], row["timestamp"], row["broker"]) == (9, 1_700_000_000_123, send.broker)
         assert (row["api_key"], row["api_version"]) == (d.header.request_api_key, d.header.request_api_version)
+        assert row["api"] == {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}[row["api_key"]]
         assert row["controller_epoch"] == d.body.controller_epoch == 2
         states = [s for t in d.body.topic_states for s in t.partition_states]
         assert row["partitions"] == len(states) == partition_count(send)
         has_type = (row["api_key"] == 4 and row["api_version"] >= 5) or (row["api_key"] == 6 and row["api_version"] >= 8)
-        assert row["update_type"] == (d.body.type if has_type else None)
-        assert row["dropped"] is False
+        assert row["update_type"] == ({0: "UNKNOWN", 1: "INCREMENTAL", 2: "FULL"}[d.body.type] if has_type else None)
+        assert "dropped" not in row and "delta" not in row  # every row is delivered; its delta is delta_last_offset
     if ibp is None:
-        assert [r["update_type"] for r in rows] == [1, 1, 1, 1, 1, None]
+        assert [r["update_type"] for r in rows] == ["INCREMENTAL"] * 5 + [None]
     else:
-        assert [r["update_type"] for r in rows] == [1, 1, None, None, None, None]
+        assert [r["update_type"] for r in rows] == ["INCREMENTAL", "INCREMENTAL", None, None, None, None]
     table = pa.Table.from_pylist(rows, schema=REQUEST_SCHEMA)
     assert table.num_rows == 6 and table.column("partitions").to_pylist() == [1, 1, 1, 1, 1, 1]
     assert request_row(delta, sends[0], 0)["frame"] is None

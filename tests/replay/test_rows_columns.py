@@ -51,4 +51,4 @@ def test_columns_are_the_rows(
 
 def test_an_unknown_column_name_is_refused() -> None:
     with pytest.raises(ValueError, match="not columns of REQUEST_SCHEMA"):
-        list(expand_columns([], {}, False, ["delta", "nope"]))
+        list(expand_columns([], {}, False, ["delta_last_offset", "nope"]))

@@ -20,18 +20,19 @@ from ctrlbatch.replay.generate.generator import generate_log
 from ctrlbatch.replay.rows.rows import NO_FRAMES, REQUEST_SCHEMA, SIZES_SCHEMA, request_schema
 from ctrlbatch.replay.spark.engine import HistorySource, replay_spark
 
-# The rows' digest (rows_digest) computed by the code at 05fcbf8, before sizes-only existed.
+# The rows' digest (rows_digest) computed by main at 50ca421, without sizes-only (its rows at
+# 05fcbf8, the older schema, pinned the same way, were identical too before that schema changed).
 PINNED = {
-    "sample": ("e702c343bccda6bffd38691a31dbaf7030b79593dca5b47d3b274ad71f1622c2", 14),
-    "g3": ("fa47432fcadc2d1346bd73ec06216f2b15e5d0e3c8b147669fa8010d0d451186", 3881),
-    "g4": ("cca3448951beed91652650ade38ff971b0f329cdf5c1379bc232986f108fe482", 4037),
+    "sample": ("5cfcbc96cf175d63d19d9a3a0f1b9cd8edeed490182dd458dd5cc3a80f94b815", 14),
+    "g3": ("f16d523745f77c567aada96376658e9aba21766c8ecf7e07e9a0146071d9bf21", 3881),
+    "g4": ("8014100fa5894c290360447423c3de5015dba4ef41da944065dd8b3abd4ed46e", 4037),
 }
 COLUMNS_BUT_SHA = [n for n in REQUEST_SCHEMA.names if n != "sha256"]
 
 
 def rows_digest(rows: list[dict[str, Any]]) -> tuple[str, int]:
-    """SHA-256 over the SHA-256 of each column, rows sorted by (delta, broker, seq)."""
-    ordered = sorted(rows, key=lambda r: (r["delta"], r["broker"], r["seq"]))
+    """SHA-256 over the SHA-256 of each column, rows sorted by (delta_last_offset, broker, seq)."""
+    ordered = sorted(rows, key=lambda r: (r["delta_last_offset"], r["broker"], r["seq"]))
     h = hashlib.sha256()
     for name in REQUEST_SCHEMA.names:
         h.update(hashlib.sha256(repr([r[name] for r in ordered]).encode()).digest())
@@ -120,9 +121,9 @@ def test_replay_dataframe_takes_the_digest(spark: Any, logs: dict[str, Path], tm
     digested = _local(logs["g4"])
     frame = replay_dataframe(spark, logs["g4"], digest="none", work_dir=tmp_path / "w")
     assert frame.schema == REQUESTS_SCHEMA  # the DataFrame's schema whatever the digest
-    got = [r.asDict() for r in frame.orderBy("delta", "broker", "seq").collect()]
+    got = [r.asDict() for r in frame.orderBy("delta_last_offset", "broker", "seq").collect()]
     for row in got:
         del row["delta_time"]
-    _same_but_sha(got, sorted(digested, key=lambda r: (r["delta"], r["broker"], r["seq"])))
+    _same_but_sha(got, sorted(digested, key=lambda r: (r["delta_last_offset"], r["broker"], r["seq"])))
     with pytest.raises(ValueError, match="--with-frames: there are no frames to keep with --digest none"):
         replay_dataframe(spark, logs["g4"], digest="none", with_frames=True, work_dir=tmp_path / "w2")

@@ -44,7 +44,7 @@ def test_sample_spark_equals_local(spark: Any, sample_dir: Path, tmp_path: Path)
         spark, source, options, tmp_path / "requests", unit_bytes=20_000, with_frames=True
     )
     assert result.units > 5  # really split: units boundaries are exercised
-    assert result.planned == "parallel" and "plan" not in result.seconds  # no planning task: spark_ranges
+    assert result.planned == "parallel" and "plan" not in result.seconds  # no planning task: spark/ranges.py
     assert got_rows == rows
     assert got_summary == summary
     assert got_stats == stats
@@ -101,7 +101,7 @@ def test_from_snapshot_spark_equals_local(spark: Any, tmp_path: Path) -> None:
     got_rows, got_summary, got_stats, result = spark_answer(spark, source, options, tmp_path / "requests", unit_bytes=2000)
     assert result.planned == "serial: the history starts from a snapshot"
     assert got_rows == rows
-    assert {r["delta"] for r in rows if r["update_type"] == 2}, "the image path sends FULL requests"
+    assert {r["delta_last_offset"] for r in rows if r["update_type"] == "FULL"}, "the image path sends FULL requests"
     assert (got_summary, got_stats) == (summary, stats)
 
 

@@ -1,5 +1,6 @@
 """The Spark engine's pieces without Spark: what crosses from executors to the driver is typed
-(UnitEnd), errors included as values that survive pickling; the groups stay in each unit's
+(UnitEnd, WriteEnd), errors included as values that survive pickling (OS errors too, one line
+naming the path: nothing is read out of Spark's text); the groups stay in each unit's
 spill file; the plan's cuts hand each unit the reading loop's state, so units replayed one by
 one give the sequential rows."""
 
@@ -22,8 +23,10 @@ from ctrlbatch.replay.propagate.propagator import ReplayOptions
 from ctrlbatch.replay.rows.rows import expand_rows
 from ctrlbatch.replay.spark.engine import first_seqs
 from ctrlbatch.replay.spark.group_spill import read_groups, spill_path
-from ctrlbatch.replay.spark.plan import HistorySource, plan_units
-from ctrlbatch.replay.spark.unit import UnitEnd, first_error, run_unit, write_unit
+from ctrlbatch.replay.spark.plan import plan_units
+from ctrlbatch.replay.spark.source import HistorySource
+from ctrlbatch.replay.spark.unit import UnitEnd, first_error, run_unit
+from ctrlbatch.replay.spark.write import WriteEnd, write_unit
 
 
 def _units_run(source: HistorySource, unit_bytes: int, spill: str | None = None, coalesce: int = 1) -> list[UnitEnd]:
@@ -65,7 +68,10 @@ def test_write_unit_writes_the_units_rows(tmp_path: Path) -> None:
     starts = first_seqs(ends)
     out = tmp_path / "requests"
     out.mkdir()
-    assert sum(write_unit(e.index, spill, starts[e.index], str(out), False) for e in ends) == len(expected)
+    written = [pickle.loads(pickle.dumps(write_unit(e.index, spill, starts[e.index], str(out), False))) for e in ends]
+    assert all(isinstance(w, WriteEnd) and w.error is None for w in written)
+    assert [w.index for w in written] == [e.index for e in ends]
+    assert sum(w.rows for w in written) == len(expected)
     table = pq.read_table(out)
     assert table.to_pylist() == expected
 
@@ -98,3 +104,39 @@ def test_bad_input_crosses_as_a_value_and_the_earliest_error_wins(tmp_path: Path
     failed = next(e for e in ends if e.error is not None)
     assert not os.path.exists(spill_path(spill, failed.index))  # the failed unit left no file, not even a partial one
     assert not [n for n in os.listdir(spill) if n.endswith(".partial")]
+
+
+def _one_unit_spilled(tmp_path: Path) -> tuple[HistorySource, str, UnitEnd]:
+    generate_log(tmp_path / "data", brokers=3, topics=3, partitions=9, records=300, seed=5)
+    source = HistorySource(str(tmp_path / "data"))
+    spill = str(tmp_path / "spill")
+    os.mkdir(spill)
+    (end,) = _units_run(source, 10**9, spill)
+    assert end.error is None
+    return source, spill, end
+
+
+def test_a_write_task_that_cannot_write_hands_back_the_os_error_as_one_line(tmp_path: Path) -> None:
+    _, spill, end = _one_unit_spilled(tmp_path)
+    blocker = tmp_path / "requests"
+    blocker.write_text("a file where the requests directory should be")
+    ended = pickle.loads(pickle.dumps(write_unit(end.index, spill, {}, str(blocker), False)))
+    assert isinstance(ended, WriteEnd) and ended.rows == 0 and isinstance(ended.error, CommandError)
+    assert str(ended.error) == f"{blocker}: File exists" and "\n" not in str(ended.error)
+    assert first_error([WriteEnd(3, 5), ended, WriteEnd(7, 0, CommandError("later"))]) is ended.error
+
+
+def test_a_write_task_whose_spill_file_is_gone_hands_back_its_path(tmp_path: Path) -> None:
+    _, spill, end = _one_unit_spilled(tmp_path)
+    os.remove(spill_path(spill, end.index))
+    ended = write_unit(end.index, spill, {}, str(tmp_path / "requests"), False)
+    assert ended.rows == 0 and str(ended.error) == f"{spill_path(spill, end.index)}: No such file or directory"
+
+
+def test_a_unit_task_that_cannot_spill_hands_back_the_os_error(tmp_path: Path) -> None:
+    generate_log(tmp_path / "data", brokers=3, topics=3, partitions=9, records=300, seed=5)
+    source = HistorySource(str(tmp_path / "data"))
+    missing = str(tmp_path / "no-such-spill-dir")
+    (end,) = _units_run(source, 10**9, missing)
+    assert isinstance(end.error, CommandError) and str(end.error).startswith(missing)
+    assert first_error([end]) is not None and "\n" not in str(end.error)

@@ -1,4 +1,4 @@
-"""The collector settings of a Spark task (engine.spark_task): the rare thresholds stay for the
+"""The collector settings of a Spark task (common.tuning.worker_task): the rare thresholds stay for the
 worker's life; a task ends with everything alive frozen, so that the full collection PySpark's
 daemon runs after each task has nothing to walk, while reference counting still frees what the
 task left; the next task unfreezes, so a cycle left behind is still collected. Each case runs in
@@ -11,7 +11,7 @@ import sys
 
 _PROBE = r"""
 import gc, weakref
-from ctrlbatch.replay.engine.skeleton import GC_THRESHOLDS, rare_collections, spark_task
+from ctrlbatch.common.tuning import GC_THRESHOLDS, rare_collections, worker_task
 
 class Node:  # tracked by the collector, weakly referenceable
     __slots__ = ("value", "peer", "__weakref__")
@@ -25,7 +25,7 @@ def task(n):  # what a task leaves alive (memos, the unit's image), and a cycle 
 
 gc.set_threshold(700, 10, 10)
 cycle = []
-kept = spark_task(task, 200_000)
+kept = worker_task(task, 200_000)
 assert gc.get_threshold() == GC_THRESHOLDS, gc.get_threshold()
 with rare_collections():
     pass
@@ -36,17 +36,17 @@ kept[7] = None
 assert gone() is None, "a frozen object whose last reference went must be freed by reference counting"
 gc.collect()
 assert cycle[0]() is not None  # frozen: out of the collector's reach while no task runs
-spark_task(gc.collect)  # a full collection inside the next task (after its unfreeze) finds it
+worker_task(gc.collect)  # a full collection inside the next task (after its unfreeze) finds it
 assert cycle[0]() is None, "a cycle a task left must still be collected by a later task's collection"
 try:
-    spark_task(int, "x")
+    worker_task(int, "x")
 except ValueError:
     assert gc.get_freeze_count() > 0  # frozen when the task raises too
 print(frozen, walked)
 """
 
 
-def test_a_spark_task_freezes_what_it_leaves_and_reference_counting_still_frees() -> None:
+def test_a_worker_task_freezes_what_it_leaves_and_reference_counting_still_frees() -> None:
     out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     frozen, walked = map(int, out.stdout.split())

@@ -1,4 +1,4 @@
-"""engine.fixed_mmap_threshold: after it, a large buffer still goes to mmap after a bigger one was
+"""common.tuning.fixed_mmap_threshold: after it, a large buffer still goes to mmap after a bigger one was
 freed (glibc would otherwise raise its threshold and carve it from the heap, which fragments).
 Each case runs in a fresh interpreter: in a long-lived one the heap may hold a free chunk big
 enough to serve the buffer either way."""
@@ -9,11 +9,11 @@ import platform
 import subprocess
 import sys
 
-from ctrlbatch.replay.engine.skeleton import fixed_mmap_threshold
+from ctrlbatch.common.tuning import fixed_mmap_threshold
 
 _PROBE = """
 import ctypes, sys
-from ctrlbatch.replay.engine.skeleton import fixed_mmap_threshold, release_free_memory
+from ctrlbatch.common.tuning import fixed_mmap_threshold, release_free_memory
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in

@@ -1,0 +1,58 @@
+"""The Spark engine's write task: one unit's rows written (the Data Source API's DataWriter).
+
+Rules of this module:
+- The write task of unit i reads the unit's send groups back from the run's scratch directory
+  (group_spill), numbers the rows from the per-broker starting points the driver computed
+  (prefix sums of the earlier units' counts), hashes each frame (rows.expand_columns) and writes
+  ``part-<i>.parquet`` with pyarrow, so the files read back in send order.
+- It returns a ``WriteEnd`` (its unit, the rows written, its error), never raises on what the
+  user can act on: an OS error of the spill file or of the Parquet file (pyarrow's file errors
+  are OSErrors) becomes the error value, one line naming the path and the reason
+  (``common.os_error_line``, as the local engine's output gives it). The driver raises the
+  first one; nothing reads an error out of Spark's text. A bug still fails the task, as Spark
+  reports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import attrs
+
+from ctrlbatch.common import CommandError, os_error_line
+
+from ..rows.rows import REQUEST_SCHEMA, expand_columns, request_schema
+from .group_spill import read_groups, spill_path
+
+__all__ = ["WriteEnd", "write_unit"]
+
+
+@attrs.frozen(slots=True)
+class WriteEnd:
+    """How a write task ended: its unit, the rows it wrote, and its error (None: all written)."""
+
+    index: int
+    rows: int
+    error: CommandError | None = None
+
+
+def write_unit(
+    index: int, spill: str, first_seq: dict[int, int], directory: str, with_frames: bool, digest: str = "sha256",
+) -> WriteEnd:
+    """Write unit ``index``'s rows (its groups from ``spill``) to ``directory/part-<index>.parquet``."""
+    from ..output.output import ParquetRows
+
+    writer = None
+    try:
+        writer = ParquetRows(Path(directory), request_schema(digest), name=f"part-{index:05d}.parquet")
+        groups = read_groups(spill_path(spill, index))
+        for columns in expand_columns(groups, dict(first_seq), with_frames, REQUEST_SCHEMA.names):
+            writer.write_columns(columns)
+        writer.close()
+    except OSError as e:
+        if writer is not None:
+            with contextlib.suppress(OSError):
+                writer.close()
+        return WriteEnd(index, 0, CommandError(os_error_line(e)))
+    return WriteEnd(index, writer.count)
