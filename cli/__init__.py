@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ctrlbatch.common import CommandError, Progress
+from ctrlbatch.common import CommandError, HelpFormatter, Progress
 
 __all__ = ["SUBCOMMANDS", "CommandError", "Progress", "main"]
 
@@ -50,17 +50,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "serve the BrokerRegistration/BrokerHeartbeat controller endpoint until SIGINT/SIGTERM",
     ),
 }
-
-
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows a default only where it says something: not None or False, and not already in the help."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        # identity, not ==: a default of 0 (== False) says something and is shown
-        if action.default is None or action.default is False or action.default is argparse.SUPPRESS or "default" in text:
-            return text
-        return super()._get_help_string(action) or text
 
 
 def _top_parser() -> argparse.ArgumentParser:
@@ -98,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=f"ctrlbatch {name}",
         description=(module.__doc__ or help_text).strip().split("\n\n")[0],
-        formatter_class=_HelpFormatter,
+        formatter_class=HelpFormatter,
     )
     module.configure(parser)
     parsed = parser.parse_args(rest)

@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from ctrlbatch.common import CommandError, Progress
+from ctrlbatch.common import CommandError, HelpFormatter, Progress
 
 from .cluster import CONTROLLERS, ClusterConfig, SimCluster
 from .scenarios import PARTITIONS_PER_TOPIC, SCENARIOS, ScenarioError, ScenarioSpec, parse_faults
@@ -41,7 +41,7 @@ MAX_BROKERS = 500
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "scenarios:\n" + "\n".join(
         f"  {name}: {s.description}" + (" [zk only]" if s.zk_only else "") for name, s in SCENARIOS.items())
-    parser.formatter_class = _Formatter
+    parser.formatter_class = HelpFormatter
     parser.add_argument("--controller", choices=CONTROLLERS, default="zk",
                         help="zk: Kafka's ZooKeeper-mode KafkaController (ctrlbatch.controller) over an in-memory "
                              "ZooKeeper; kraft: the KRaft controller in migration mode (simplified decisions, see the "
@@ -55,21 +55,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replication-factor", type=int, default=None,
                         help="replicas per partition, placed round-robin (default: min(3, brokers))")
     parser.add_argument("--faults", default="", help="comma-separated: close:B@N, hangup:B@N, error:B=CODE@N, delay:B=SECONDS, "
-                                                     "refuse:B=SECONDS (B a broker id, N its N-th request)")
+                                                     "refuse:B=SECONDS (B a broker id, N its N-th request; default: none)")
     parser.add_argument("--session-timeout-ms", type=int, default=9000,
                         help="broker session time-out: a broker not heartbeating for this long is fenced (its "
                              "ZooKeeper session expires in zk mode)")
     parser.add_argument("--heartbeat-interval-ms", type=int, default=2000, help="broker heartbeat interval")
     parser.add_argument("--request-timeout-ms", type=int, default=30000, help="the controller channel's request.timeout.ms")
     parser.add_argument("--timeout", type=float, default=600.0, help="bound on the whole run, in seconds")
-
-
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.default in (None, False, "", argparse.SUPPRESS) or "default" in text:
-            return text
-        return super()._get_help_string(action) or text
 
 
 def _spec(args: argparse.Namespace) -> ScenarioSpec:

@@ -43,7 +43,10 @@ def test_the_readme_has_commands_and_skips_only_the_test_command() -> None:
 def test_readme_commands_run_as_written(tmp_path: Path) -> None:
     # as on a fresh machine: what an earlier run left under /tmp/ctrlbatch-* goes first
     # (generate-log refuses a directory that already holds a log, as it should)
-    lines = ["set -euo pipefail", "rm -rf /tmp/ctrlbatch-out /tmp/ctrlbatch-synthetic /tmp/ctrlbatch-elr /tmp/ctrlbatch-dist"]
+    # (generate-log refuses a directory that already holds a log, as it should); and replay-out/,
+    # make run's git-ignored output, which an older ctrlbatch may have written with an older marker
+    lines = ["set -euo pipefail",
+             "rm -rf replay-out /tmp/ctrlbatch-out /tmp/ctrlbatch-synthetic /tmp/ctrlbatch-elr /tmp/ctrlbatch-dist"]
     for number, command in readme_commands():
         if command.strip() in SKIPPED:
             continue

@@ -10,6 +10,7 @@ from importlib.metadata import version
 import pytest
 
 from ctrlbatch.cli import SUBCOMMANDS, main
+from ctrlbatch.common import HelpFormatter
 
 
 def test_version_prints_the_installed_distributions_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,9 +21,7 @@ def test_version_prints_the_installed_distributions_version(capsys: pytest.Captu
 
 
 def _options(name: str) -> list[argparse.Action]:
-    from ctrlbatch.cli import _HelpFormatter
-
-    parser = argparse.ArgumentParser(prog=f"ctrlbatch {name}", formatter_class=_HelpFormatter)
+    parser = argparse.ArgumentParser(prog=f"ctrlbatch {name}", formatter_class=HelpFormatter)
     importlib.import_module(SUBCOMMANDS[name][0]).configure(parser)
     return [a for a in parser._actions if a.option_strings and a.help is not argparse.SUPPRESS]
 
@@ -33,7 +32,7 @@ def test_every_option_with_a_value_shows_its_default(name: str, capsys: pytest.C
         main([name, "--help"])
     text = "".join(capsys.readouterr().out.split())  # argparse wraps anywhere, even inside a value
     for action in _options(name):
-        if action.default is None or isinstance(action.default, bool) or action.default is argparse.SUPPRESS:
+        if action.default is None or isinstance(action.default, bool) or action.default in (argparse.SUPPRESS, ""):
             continue
         flag = action.option_strings[-1]
         shown = "".join(f"(default: {action.default})".split()) in text or "default" in (action.help or "")
@@ -44,6 +43,6 @@ def test_a_zero_default_is_shown() -> None:
     """0 == False in Python; the formatter must still show 'default: 0' (generate-log --seed)."""
     seed = next(a for a in _options("generate-log") if "--seed" in a.option_strings)
     assert seed.default == 0
-    parser = argparse.ArgumentParser(prog="x", formatter_class=importlib.import_module("ctrlbatch.cli")._HelpFormatter)
+    parser = argparse.ArgumentParser(prog="x", formatter_class=HelpFormatter)
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     assert "(default: 0)" in parser.format_help()
