@@ -18,6 +18,12 @@ holds Type in v8+, is taken as the codec writes it, `_umr_ends`). Why the bytes 
 every piece is the codec's own encoding of an immutable value at the same version, cut where
 the spec puts fields of fixed width or the last array; the tests compare each body with
 build(epoch).encode(version) (tests/batch/test_live_brokers_splice.py, check_wire).
+Sizes only: `size_body(parts)` gives len(encode_body(...)) from the fields, with nothing
+encoded (the codec's generated sizers, requests/gen_sizer.py, Kafka's MessageSizeAccumulator
+idea), sharing work the same way: each LeaderAndIsr state sized once per send (`SendParts`),
+the fixed-width head by its spec offset, the live brokers' size per live-broker tuple.
+`shared_body(..., sizes_only=True)` gives a `SharedBody` that knows its size and holds no
+bytes; asking it for bytes is an error (tests/batch/test_sizes_only.py).
 """
 
 from __future__ import annotations
@@ -50,9 +56,11 @@ from ctrlbatch.requests import (
 from ctrlbatch.requests.apis import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from ctrlbatch.requests.layout import (
     array_count,
+    array_count_size,
     fixed_offset,
     no_tagged_fields,
     struct_encoder,
+    struct_sizer,
     without_empty_last_array,
 )
 from ctrlbatch.requests.model import Message
@@ -94,10 +102,15 @@ class _LeaderAndIsrLayout:
     encode_state: Callable[[LeaderAndIsrPartitionState], bytes]
     encode_topic: Callable[[LeaderAndIsrTopicState], bytes]
     encode_leader: Callable[[LeaderAndIsrLiveLeader], bytes]
+    size_state: Callable[[LeaderAndIsrPartitionState], int]
+    size_topic: Callable[[LeaderAndIsrTopicState], int]
+    size_leader: Callable[[LeaderAndIsrLiveLeader], int]
     topic_tail: bytes
     """What ends a topic state after its partition states: its tagged-field count when flexible."""
     counts: tuple[bytes, ...]
     """The length prefixes of arrays of 0.._COUNTS - 1 elements, looked up instead of encoded."""
+    count_sizes: tuple[int, ...]
+    """Their sizes (sizes only)."""
 
 
 @functools.cache
@@ -108,16 +121,20 @@ def _lair_layout(version: int) -> _LeaderAndIsrLayout:
     assert offset is not None, f"LeaderAndIsr v{version}: {field} follows a variable-width field"
     body = body_layout(LeaderAndIsrRequest, version)
     encode_topic = struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrTopicState", version) if grouped else _no_topics
+    size_topic = struct_sizer(LeaderAndIsrRequest, "LeaderAndIsrTopicState", version) if grouped else _no_topics
     return _LeaderAndIsrLayout(
         body, field, offset, array_count(0, body.flexible),
         struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version), encode_topic,
         struct_encoder(LeaderAndIsrRequest, "LeaderAndIsrLiveLeader", version),
+        struct_sizer(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version), size_topic,
+        struct_sizer(LeaderAndIsrRequest, "LeaderAndIsrLiveLeader", version),
         no_tagged_fields(body.flexible),
         tuple(array_count(n, body.flexible) for n in range(_COUNTS)),
+        tuple(array_count_size(n, body.flexible) for n in range(_COUNTS)),
     )
 
 
-def _no_topics(_topic: LeaderAndIsrTopicState) -> bytes:
+def _no_topics(_topic: LeaderAndIsrTopicState) -> Any:
     raise AssertionError("LeaderAndIsr v0-1 has no topic states")
 
 
@@ -143,12 +160,22 @@ def _topic_states(cls: Any, states: Sequence[Any], topic_ids: dict[str, uuid.UUI
 
 @attrs.define(slots=True, eq=False)
 class SharedBody:
-    """Encoded bytes shared by several brokers' requests, with the broker epoch's place in them."""
+    """Encoded bytes shared by several brokers' requests, with the broker epoch's place in them;
+    or, sized only (``sized`` set: see the module rules), just their length."""
 
     data: bytes
     epoch_offset: int | None
+    sized: int | None = None
+    """The body's size when it was sized, not encoded: data is then empty and pieces() refuses."""
+
+    @property
+    def size(self) -> int:
+        """The body's bytes, encoded or not."""
+        return len(self.data) if self.sized is None else self.sized
 
     def pieces(self, broker_epoch: int) -> list[bytes | memoryview]:
+        if self.sized is not None:
+            raise ValueError(f"{self!r} was sized, not encoded (sizes only): it has no bytes to send")
         off = self.epoch_offset
         if off is None:
             return [self.data]
@@ -156,7 +183,19 @@ class SharedBody:
         return [view[:off], _EPOCH.pack(broker_epoch), view[off + _EPOCH.size :]]
 
     def __repr__(self) -> str:
-        return f"SharedBody({len(self.data):,} bytes, epoch at {self.epoch_offset})"
+        sized = ", sized only" if self.sized is not None else ""
+        return f"SharedBody({self.size:,} bytes, epoch at {self.epoch_offset}{sized})"
+
+
+def shared_body(
+    builder: Builder, broker_epoch: int, epoch_offset: int | None, parts: SendParts | None = None,
+    *, sizes_only: bool = False,
+) -> SharedBody:
+    """The body of builder with broker_epoch written in, encoded (encode_body) or, sizes_only,
+    sized (size_body: the same length, nothing encoded)."""
+    if sizes_only:
+        return SharedBody(b"", epoch_offset, builder.size_body(parts))
+    return SharedBody(builder.encode_body(broker_epoch, parts), epoch_offset)
 
 
 class SendParts:
@@ -166,13 +205,17 @@ class SendParts:
     the send ends, so an id names one state meanwhile (a value key would hash all 13 fields).
     topic_heads: each topic's header bytes under its name (the send's topic ids are a snapshot)."""
 
-    __slots__ = ("state_bytes", "topic_heads", "leader_bytes")
+    __slots__ = ("state_bytes", "topic_heads", "leader_bytes", "state_sizes", "topic_head_sizes", "leader_sizes")
 
     def __init__(self) -> None:
         self.state_bytes: dict[int, bytes] = {}
         self.topic_heads: dict[str, bytes] = {}
         self.leader_bytes: dict[int, bytes] = {}
         """Each live leader's bytes under id(leader), like state_bytes (the builders hold them)."""
+        self.state_sizes: dict[int, int] = {}
+        """Sizes only: each state's size under id(state), as state_bytes; the others likewise."""
+        self.topic_head_sizes: dict[str, int] = {}
+        self.leader_sizes: dict[int, int] = {}
 
 
 @functools.lru_cache(maxsize=256)
@@ -335,6 +378,67 @@ class LeaderAndIsrBuilder:
         ap(layout.topic_tail)  # the body's tagged-field count: no_tagged_fields, as a topic's
         return b"".join(out)
 
+    def size_body(self, parts: SendParts | None = None) -> int:
+        """len(encode_body(...)) from the fields: the fixed-width head (its spec offset), the
+        states array (per topic at v2+: header, count, states, tagged count), LiveLeaders and
+        the tagged count. Sizes in `parts` are not computed again; order does not matter."""
+        version = self.version
+        layout = _lair_layout(version)
+        parts = SendParts() if parts is None else parts
+        flexible = layout.body.flexible
+        tail = len(layout.topic_tail)
+        sizes = parts.state_sizes
+        known = sizes.get
+        size_state = layout.size_state
+        states = self.partition_states
+        total = layout.states_offset
+        count_sizes = layout.count_sizes
+        if version >= 2:
+            # Per topic: its head, the count of its states, the tail. Counted per run of one topic
+            # (a batch adds a topic's partitions together); a topic met again adds to its count.
+            per_topic: dict[str, int] = {}
+            topic: str | None = None
+            run = 0
+            for s in states:
+                n = known(id(s))
+                if n is None:
+                    n = sizes[id(s)] = size_state(s)
+                total += n
+                t = s.topic_name
+                if t != topic:
+                    if topic is not None:
+                        per_topic[topic] = per_topic.get(topic, 0) + run
+                    topic, run = t, 0
+                run += 1
+            if topic is not None:
+                per_topic[topic] = per_topic.get(topic, 0) + run
+            total += array_count_size(len(per_topic), flexible)
+            heads = parts.topic_head_sizes
+            topic_ids = self.topic_ids
+            for t, count in per_topic.items():
+                head = heads.get(t)
+                if head is None:
+                    empty = LeaderAndIsrTopicState(topic_name=t, topic_id=topic_ids.get(t, ZERO_UUID))
+                    head = heads[t] = layout.size_topic(empty) - count_sizes[0] - tail
+                total += head + (count_sizes[count] if count < _COUNTS else array_count_size(count, flexible)) + tail
+        else:
+            total += array_count_size(len(states), flexible)
+            for s in states:
+                n = known(id(s))
+                if n is None:
+                    n = sizes[id(s)] = size_state(s)
+                total += n
+        leaders = self.live_leaders
+        total += count_sizes[len(leaders)] if len(leaders) < _COUNTS else array_count_size(len(leaders), flexible)
+        leader_sizes = parts.leader_sizes
+        size_leader = layout.size_leader
+        for node in leaders:
+            n = leader_sizes.get(id(node))
+            if n is None:
+                n = leader_sizes[id(node)] = size_leader(node)
+            total += n
+        return total + tail
+
     def build_no_states(self, broker_epoch: int) -> LeaderAndIsrRequest:
         """The request without partition states: the envelope they are spliced into."""
         v = self.version
@@ -421,6 +525,14 @@ class UpdateMetadataBuilder:
             raise AssertionError(f"UpdateMetadata v{version}: the envelope does not end with {empty + tail!r}")
         return b"".join((env[:end], piece, tail))
 
+    def size_body(self, parts: SendParts | None = None) -> int:
+        """len(encode_body(...)) from the fields: the envelope without live brokers, sized, with
+        the live brokers' size (live_brokers_size) in place of its empty last array."""
+        version = self.version
+        live = live_brokers_size(version, self.live_brokers)  # checks the endpoints (build() does)
+        empty = array_count_size(0, body_layout(UpdateMetadataRequest, version).flexible)
+        return self.build_no_live_brokers(-1).encoded_size(version) - empty + live
+
 
 @functools.lru_cache(maxsize=64)
 def _umr_ends(version: int, update_type: int) -> tuple[bytes, bytes]:
@@ -466,6 +578,26 @@ def live_brokers_piece(version: int, live: tuple[UpdateMetadataBroker, ...]) -> 
     _live_pieces.insert(0, (version, live, piece))
     del _live_pieces[_LIVE_PIECES_KEPT:]
     return piece
+
+
+_live_sizes: list[tuple[int, tuple[UpdateMetadataBroker, ...], int]] = []  # as _live_pieces, for sizes
+
+
+def live_brokers_size(version: int, live: tuple[UpdateMetadataBroker, ...]) -> int:
+    """len(live_brokers_piece(version, live)), sized from the fields and kept like it (a
+    bounded cache of a pure function of the version and the tuple's value)."""
+    for v, kept, size in _live_sizes:
+        if kept is live and v == version:
+            return size
+    for v, kept, size in _live_sizes:
+        if v == version and kept == live:
+            return size
+    builder = UpdateMetadataBuilder(version, 0, 0, [], live, {})
+    empty = array_count_size(0, body_layout(UpdateMetadataRequest, version).flexible)
+    size = builder.build(-1).encoded_size(version) - builder.build_no_live_brokers(-1).encoded_size(version) + empty
+    _live_sizes.insert(0, (version, live, size))
+    del _live_sizes[_LIVE_PIECES_KEPT:]
+    return size
 
 
 def _default_listener(protocol_id: int) -> str | None:
@@ -518,6 +650,10 @@ class StopReplicaBuilder:
     def encode_body(self, broker_epoch: int, parts: SendParts | None = None) -> bytes:
         """The body bytes (one body per broker: nothing to share between parts)."""
         return self.build(broker_epoch).encode(self.version)
+
+    def size_body(self, parts: SendParts | None = None) -> int:
+        """len(encode_body(...)) from the fields."""
+        return self.build(-1).encoded_size(self.version)
 
 
 Builder = LeaderAndIsrBuilder | UpdateMetadataBuilder | StopReplicaBuilder

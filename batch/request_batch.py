@@ -71,6 +71,7 @@ from .builders import (
     StopReplicaBuilder,
     UpdateMetadataBuilder,
     body_layout,
+    shared_body,
 )
 from .checks import (
     broker_targets,
@@ -224,6 +225,7 @@ class ControllerBrokerRequestBatch:
         kraft_controller: bool = False,
         inter_broker_listener_name: str = DEFAULT_INTER_BROKER_LISTENER,
         state_change_logger: logging.Logger | None = None,
+        sizes_only: bool = False,
     ) -> None:
         if type(controller_id) is not int:
             raise TypeError(f"controller_id must be an int broker id, not {type_name(controller_id)} {controller_id!r:.80}")
@@ -240,6 +242,9 @@ class ControllerBrokerRequestBatch:
         self.on_event = on_event
         self.kraft_controller = bool(kraft_controller)
         self.inter_broker_listener_name = inter_broker_listener_name
+        self.sizes_only = bool(sizes_only)
+        """Bodies are sized, not encoded (builders.shared_body): for counting bytes (the replay's
+        --digest none); such requests cannot be sent (SharedBody.pieces refuses)."""
         self.state_change_logger = state_change_logger or logging.getLogger(STATE_CHANGE_LOGGER)
         self.events: list[ControllerEvent] = []
         """Events received while on_event is None."""
@@ -702,7 +707,7 @@ class ControllerBrokerRequestBatch:
                     version, self.controller_id, controller_epoch, values,
                     topic_ids, tuple(live_leaders), self.kraft_controller, int(self.update_type),
                 )
-                body = SharedBody(builder.encode_body(broker_epoch, parts), epoch_offset)
+                body = shared_body(builder, broker_epoch, epoch_offset, parts, sizes_only=self.sizes_only)
                 candidates.append((values, builder, body))
             callback = functools.partial(self._handle_leader_and_isr_response, broker)
             self.transport.send(broker, OutboundRequest(builder, broker_epoch, body), callback)
@@ -730,7 +735,7 @@ class ControllerBrokerRequestBatch:
                 {t: topic_ids[t] for t in topics if t in topic_ids}, self.kraft_controller, int(self.update_type),
             )
             layout = body_layout(UpdateMetadataRequest, version)
-            body = SharedBody(builder.encode_body(epochs[destinations[0]]), layout.epoch_offset)
+            body = shared_body(builder, epochs[destinations[0]], layout.epoch_offset, sizes_only=self.sizes_only)
             for broker in destinations:
                 callback = functools.partial(self._handle_update_metadata_response, broker)
                 self.transport.send(broker, OutboundRequest(builder, epochs[broker], body), callback)
@@ -794,7 +799,7 @@ class ControllerBrokerRequestBatch:
         for tp, s in states.items():
             groups.setdefault(tp.topic, []).append(s)
         builder = StopReplicaBuilder(version, self.controller_id, controller_epoch, delete, list(groups.items()), self.kraft_controller)
-        body = SharedBody(builder.encode_body(broker_epoch), epoch_offset)
+        body = shared_body(builder, broker_epoch, epoch_offset, sizes_only=self.sizes_only)
         callback = None
         if is_partition_deleted is not None:
             callback = functools.partial(

@@ -41,7 +41,7 @@ class OutboundRequest:
         name = APIS[self.api_key].name if self.api_key in APIS else f"api {self.api_key}"
         return (
             f"<OutboundRequest {name} v{self.version}, broker epoch {self.broker_epoch}, "
-            f"{len(self.shared.data):,} body bytes, {self.builder!r}>"
+            f"{self.shared.size:,} body bytes, {self.builder!r}>"
         )
 
     @property
@@ -64,7 +64,7 @@ class OutboundRequest:
         return request_header_version(self.api_key, self.version)
 
     def body_size(self) -> int:
-        return len(self.shared.data)
+        return self.shared.size
 
     def encode_parts(self, correlation_id: int, client_id: str | None) -> list[bytes | memoryview]:
         """The frame as buffers: size prefix and header, then the body (views of shared bytes).

@@ -53,9 +53,10 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "rows_bench": (),
     "read_bench": (),
     "replay_bench": (),
+    "sizes_bench": (),
     "tables_bench": ("--reuse-big",),
 }
-SLOW = frozenset({"replay_bench", "tables_bench", "controller_bench"})  # run only with --with-replay
+SLOW = frozenset({"replay_bench", "sizes_bench", "tables_bench", "controller_bench"})  # run only with --with-replay
 
 RESULT_KEYS = frozenset(
     {"benchmark", "started", "when", "seconds", "python", "load_average_start", "load_average_end", "nproc",

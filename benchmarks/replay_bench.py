@@ -122,9 +122,10 @@ def measure_floor(seconds: float = 2.0, buffer_mib: int = 64) -> dict[str, float
     return {"per_core": one, "per_core_all_busy": sum(every) / cores, "cores": cores}
 
 
-def run_replay(log: Path, engine: str, out: Path) -> dict[str, Any]:
-    """One ``ctrlbatch replay`` process: wall seconds, the driver's peak RSS (MiB), CPU of the tree."""
-    cmd = [str(PYTHON), "-m", "ctrlbatch.cli", "replay", str(log), "--out", str(out), "--quiet", "--engine"]
+def run_replay(log: Path, engine: str, out: Path, extra: list[str] | None = None) -> dict[str, Any]:
+    """One ``ctrlbatch replay`` process (with the options ``extra``): wall seconds, the driver's
+    peak RSS (MiB), CPU of the tree."""
+    cmd = [str(PYTHON), "-m", "ctrlbatch.cli", "replay", str(log), "--out", str(out), "--quiet", *(extra or []), "--engine"]
     cmd += ["local"] if engine == "local" else ["spark", "--master", "local[2]"]
     env = dict(os.environ, PYSPARK_PYTHON=str(PYTHON), PYSPARK_DRIVER_PYTHON=str(PYTHON), SPARK_LOCAL_IP="127.0.0.1", TZ="UTC")
     start = time.monotonic()

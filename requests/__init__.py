@@ -15,6 +15,7 @@ from .framing import (
     encode_request,
     encode_request_parts,
     encode_response,
+    request_frame_size,
     request_head,
 )
 from .messages import (
@@ -58,7 +59,7 @@ __all__ = [
     "APIS", "Api", "api", "request_header_version", "response_header_version",
     "DecodeError", "EncodeError", "NotBytesError", "UnsupportedVersionError",
     "DecodedRequest", "FrameReader", "decode_request", "decode_response", "encode_request",
-    "encode_request_parts", "encode_response", "request_head",
+    "encode_request_parts", "encode_response", "request_frame_size", "request_head",
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse", "BrokerRegistrationRequest",
     "BrokerRegistrationResponse", "LeaderAndIsrRequest", "LeaderAndIsrResponse", "RequestHeader",
     "ResponseHeader", "StopReplicaRequest", "StopReplicaResponse", "UpdateMetadataRequest",

@@ -29,13 +29,15 @@ from .emit import compile_source
 from .errors import DecodeError, EncodeError, UnsupportedVersionError, check_buffer
 from .gen_decoder import FieldNote, RunNote, decoder_source
 from .gen_encoder import FieldFailure, encoder_source
+from .gen_sizer import sizer_source
 from .spec import MessageSpec, StructSpec, iter_structs
 
 Encoder = Callable[[Any], bytes]
+Sizer = Callable[[Any], int]
 Decoder = Callable[..., tuple[Any, int]]  # (data, pos=0) -> (object, end)
 
 __all__ = [
-    "Decoder", "Encoder", "FieldFailure", "build", "check_version", "encoder_for", "translating", "translating_decoder",
+    "Decoder", "Encoder", "FieldFailure", "Sizer", "build", "check_version", "encoder_for", "sizer_for", "translating", "translating_decoder",
 ]
 
 
@@ -81,6 +83,25 @@ def encoder_for(spec: MessageSpec, version: int, struct_spec: StructSpec | None 
         encoder_source(spec, version, checked=True, struct_spec=struct_spec), f"<ctrlbatch encode {what} v{version} checked>"
     )
     return translating(fast["encode"], checked["encode"], f"{spec.name} v{version}")
+
+
+def sizer_for(spec: MessageSpec, version: int, struct_spec: StructSpec | None = None) -> Sizer:
+    """The sizer of spec at version (gen_sizer.py): len(encode(o)) without encoding. When it
+    fails, the encoder runs on the same object, so the caller sees the encoder's own error."""
+    what = spec.name if struct_spec is None or struct_spec.name == spec.name else f"{struct_spec.name} of {spec.name}"
+    fast = _exec(sizer_source(spec, version, struct_spec), f"<ctrlbatch size {what} v{version}>")["size"]
+
+    def size(obj: Any) -> int:
+        try:
+            return fast(obj)  # type: ignore[no-any-return]
+        except UnsupportedVersionError:
+            raise
+        except Exception as e:
+            first = e.with_traceback(None)
+        encoder_for(spec, version, struct_spec)(obj)  # raises the encoder's translated error
+        raise EncodeError(f"{spec.name} v{version}: the sizer failed where the encoder did not: {first!r}") from first
+
+    return size
 
 
 def _exec(generated: tuple[str, dict[str, Any]], filename: str) -> dict[str, Any]:
@@ -210,13 +231,15 @@ def check_version(spec: MessageSpec, version: object, *, encode: bool) -> None:
         raise DecodeError(f"Can't read version {version} of {spec.name}", message=spec.name, version=version)
 
 
-def build(cls: Any, version: int, *, encode: bool) -> Any:
-    """The encoder (obj -> bytes) or decoder ((data, pos=0) -> (obj, end)) of cls at version;
-    check_version first."""
+def build(cls: Any, version: int, *, encode: bool, size: bool = False) -> Any:
+    """The encoder (obj -> bytes), sizer (obj -> int, with size=True) or decoder ((data, pos=0)
+    -> (obj, end)) of cls at version; check_version first."""
     spec = cls.MESSAGE
     check_version(spec, version, encode=encode)
     if len(list(iter_structs(spec.fields))) != len(_walk(cls)):
         raise TypeError(f"{spec.name}: its classes do not match its spec's structs")
+    if size:
+        return sizer_for(spec, version)
     if encode:
         return encoder_for(spec, version)
     src = decoder_source(spec, version, _classes(cls))

@@ -51,6 +51,22 @@ def request_head(
     return b"".join((_SIZE.pack(len(before) + _CORRELATION_ID.size + len(after) + body_size), before, correlation, after))
 
 
+@functools.lru_cache(maxsize=_HEADER_TEMPLATES)
+def request_header_size(api_key: int, api_version: int, client_id: str | None) -> int:
+    """The bytes of the request header of (api key, version, client id), sized from its fields
+    (RequestHeader's sizer; the correlation id is an int32 whatever its value)."""
+    hv = request_header_version(api_key, api_version)
+    return RequestHeader(
+        request_api_key=api_key, request_api_version=api_version, correlation_id=0, client_id=client_id
+    ).encoded_size(hv)
+
+
+def request_frame_size(api_key: int, api_version: int, client_id: str | None, body_size: int) -> int:
+    """The bytes of a request frame with a body of body_size bytes: size prefix, header, body
+    (len(encode_request(...)) without encoding it)."""
+    return _SIZE.size + request_header_size(api_key, api_version, client_id) + body_size
+
+
 def encode_request_parts(
     body: Message, api_version: int, correlation_id: int, client_id: str | None, body_bytes: bytes | None = None
 ) -> tuple[bytes, bytes]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .model import Message
 from .spec import FIXED, StructSpec, iter_structs
-from .wire import uvarint
+from .wire import uvarint, uvarint_size
 
 _I32 = struct.Struct(">i")  # a non-flexible array's length prefix is an int32
 
@@ -34,6 +34,26 @@ def struct_encoder(cls: type[Message], struct_name: str, version: int) -> Callab
     if st is None:
         raise KeyError(f"{spec.name} has no struct {struct_name}")
     return encoder_for(spec, version, st)
+
+
+@functools.cache
+def struct_sizer(cls: type[Message], struct_name: str, version: int) -> Callable[[Any], int]:
+    """The sizer of one struct of cls at version, on its own: len(struct_encoder(...)(o))
+    without encoding (gen_sizer.py)."""
+    from .codec import sizer_for
+
+    spec = cls.MESSAGE
+    if struct_name == spec.name:
+        return sizer_for(spec, version)
+    st = next((s for s in iter_structs(spec.fields) if s.name == struct_name), None)
+    if st is None:
+        raise KeyError(f"{spec.name} has no struct {struct_name}")
+    return sizer_for(spec, version, st)
+
+
+def array_count_size(n: int, flexible: bool) -> int:
+    """len(array_count(n, flexible))."""
+    return uvarint_size(n + 1) if flexible else _I32.size
 
 
 def array_count(n: int, flexible: bool) -> bytes:

@@ -95,6 +95,17 @@ class Message(Struct):
     MAX_VERSION: ClassVar[int]
     _encoders: ClassVar[dict[int, Any]]
     _decoders: ClassVar[dict[int, Any]]
+    _sizers: ClassVar[dict[int, Any]]
+
+    def encoded_size(self, version: int) -> int:
+        """len(self.encode(version)), computed from the fields without encoding (gen_sizer.py).
+        Values are not range-checked: encode checks them."""
+        sizer = self._sizers.get(version) if type(version) is int else None
+        if sizer is None:
+            from . import codec
+
+            sizer = self._sizers[version] = codec.build(type(self), version, encode=True, size=True)
+        return sizer(self)  # type: ignore[no-any-return]
 
     def encode(self, version: int) -> bytes:
         """The body bytes at this version (no header, no size prefix)."""
@@ -153,6 +164,7 @@ def bind(spec: MessageSpec, message_cls: type[Message], struct_classes: list[typ
     message_cls.MAX_VERSION = spec.valid_versions.highest
     message_cls._encoders = {}
     message_cls._decoders = {}
+    message_cls._sizers = {}
     for c in [message_cls, *struct_classes]:
         c.STRUCT_TYPES = {f.attr: classes[f.struct.name] for f in c.SPEC.fields if f.struct is not None}
         c.make = staticmethod(_trusted_constructor(c))

@@ -129,3 +129,32 @@ def write_tags(ap: Callable[[bytes], object], known: list[tuple[int, bytes]], un
         ap(uvarint(tag))
         ap(uvarint(len(value)))
         ap(value)
+
+
+def uvarint_size(n: int) -> int:
+    """The bytes of uvarint(n) (ByteUtils.sizeOfUnsignedVarint): 7 value bits per byte; a
+    negative n is written as its 32-bit pattern, so it takes 5."""
+    if 0 <= n < _CONTINUES:
+        return 1
+    if n < 0:
+        n &= _UINT32
+    elif n > _UINT32:
+        raise EncodeError(f"unsigned varint value {n} does not fit in 32 bits")
+    return (n.bit_length() + 6) // 7
+
+
+def tags_size(known: list[tuple[int, int]], unknown: tuple[tuple[int, bytes], ...]) -> int:
+    """The bytes write_tags writes for known (tag, value size) pairs and raw unknown tags, with
+    its refusals (a tag set twice, a negative tag)."""
+    fields = known
+    if unknown:
+        fields = sorted(list(known) + [(int(t), len(bytes(v))) for t, v in unknown])
+        for a, b in zip(fields, fields[1:], strict=False):
+            if a[0] == b[0]:
+                raise EncodeError(f"tagged field {a[0]} is set twice")
+    total = uvarint_size(len(fields))
+    for tag, size in fields:
+        if tag < 0:
+            raise EncodeError(f"tag {tag} is negative")
+        total += uvarint_size(tag) + uvarint_size(size) + size
+    return total

@@ -31,7 +31,7 @@ import attrs
 from ..image.image import EMPTY_IMAGE, MetadataImage
 from ..log.sources import History
 from ..propagate.propagator import ReplayOptions
-from ..rows.rows import REQUEST_SCHEMA, expand_columns, expand_rows
+from ..rows.rows import NO_FRAMES, REQUEST_SCHEMA, expand_columns, expand_rows
 from ..rows.summary import ReplaySummary
 from .skeleton import EngineRun, snapshot_image
 
@@ -69,6 +69,8 @@ def replay_local(
     with_frames: bool = False,
 ) -> ReplayResult:
     """Replay a sources.History sequentially; see the module rules."""
+    if with_frames and options.digest == "none":
+        raise ValueError(NO_FRAMES)
     run = EngineRun(history, options, coalesce, None if progress is None else progress.advance)
     result = ReplayResult(iter(()), run.summary)
 

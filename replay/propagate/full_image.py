@@ -48,9 +48,11 @@ from ctrlbatch.context import Broker
 from ctrlbatch.requests import UpdateMetadataPartitionState, UpdateMetadataRequest, UpdateMetadataTopicState
 from ctrlbatch.requests.layout import (
     array_count,
+    array_count_size,
     fixed_offset,
     no_tagged_fields,
     struct_encoder,
+    struct_sizer,
     without_empty_last_array,
 )
 
@@ -77,11 +79,18 @@ class _Layout:
     encode_state: Any
     topic_tail: bytes  # what ends a topic state after its partition states (its tagged-field count)
     epoch_offset: int | None
+    size_topic: Any  # the sizers of the same structs (sizes only: requests/gen_sizer.py)
+    size_state: Any
 
     def topic_head(self, name: str, topic_id: uuid.UUID) -> bytes:
         """A topic state's bytes before its partition states: name, id, (the array's count follows)."""
         empty = self.encode_topic(UpdateMetadataTopicState(topic_name=name, topic_id=topic_id))
         return without_empty_last_array(empty, self.flexible)
+
+    def topic_head_size(self, name: str, topic_id: uuid.UUID) -> int:
+        """len(topic_head(name, topic_id)), sized from the fields."""
+        empty = self.size_topic(UpdateMetadataTopicState(topic_name=name, topic_id=topic_id))
+        return int(empty) - array_count_size(0, self.flexible) - len(self.topic_tail)
 
 
 @functools.cache
@@ -97,6 +106,8 @@ def _layout(version: int) -> _Layout:
         struct_encoder(UpdateMetadataRequest, "UpdateMetadataPartitionState", version),
         no_tagged_fields(flexible),
         body_layout(UpdateMetadataRequest, version).epoch_offset,
+        struct_sizer(UpdateMetadataRequest, "UpdateMetadataTopicState", version),
+        struct_sizer(UpdateMetadataRequest, "UpdateMetadataPartitionState", version),
     )
 
 
@@ -129,8 +140,11 @@ class _Entry:
     registered: frozenset[int]
     data: bytes
     count: int
-    head: bytes
-    partitions: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]]
+    head: Any  # bytes, or their size when sized
+    partitions: dict[int, tuple[PartitionRegistration, tuple[int, ...], Any]]
+    size: int = 0
+    sized: bool = False
+    """Sized, not encoded (sizes only): data is empty, head and each state are their sizes."""
 
 
 class TopicPieces:
@@ -154,25 +168,26 @@ class TopicPieces:
         return kept
 
     def piece(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
-              registered: frozenset[int]) -> _Entry:
+              registered: frozenset[int], sizes_only: bool = False) -> _Entry:
         entry = self._entries.get(topic_id)
-        known: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]] = {}
+        known: dict[int, tuple[PartitionRegistration, tuple[int, ...], Any]] = {}
         layout = _layout(version)
         head = None
         same_brokers = False  # the kept states' offline replicas still hold: only new registrations re-encode
         if entry is not None and entry.controller_epoch == controller_epoch and entry.version == version \
-                and entry.topic.name == topic.name:
+                and entry.topic.name == topic.name and entry.sized == sizes_only:
             same_brokers = entry.registered is registered
             if same_brokers and entry.topic is topic:
                 return entry
             known, head = entry.partitions, entry.head
         if head is None:
-            head = layout.topic_head(topic.name, topic_id)
-        encode = layout.encode_state
+            head = layout.topic_head_size(topic.name, topic_id) if sizes_only else layout.topic_head(topic.name, topic_id)
+        encode = layout.size_state if sizes_only else layout.encode_state
         name = topic.name
         parts = topic.partitions
-        kept: dict[int, tuple[PartitionRegistration, tuple[int, ...], bytes]] = {}
-        chunks = [head, array_count(len(parts), layout.flexible)]
+        kept: dict[int, tuple[PartitionRegistration, tuple[int, ...], Any]] = {}
+        count = array_count_size(len(parts), layout.flexible) if sizes_only else array_count(len(parts), layout.flexible)
+        chunks: list[Any] = [head, count]
         for p in sorted(parts):
             reg = parts[p]
             old = known.get(p)
@@ -183,8 +198,14 @@ class TopicPieces:
                     self.encoded += 1
             kept[p] = old
             chunks.append(old[2])
-        chunks.append(layout.topic_tail)
-        entry = _Entry(topic, version, controller_epoch, registered, b"".join(chunks), len(parts), head, kept)
+        if sizes_only:
+            chunks.append(len(layout.topic_tail))
+            data, size = b"", sum(chunks)
+        else:
+            chunks.append(layout.topic_tail)
+            data = b"".join(chunks)
+            size = len(data)
+        entry = _Entry(topic, version, controller_epoch, registered, data, len(parts), head, kept, size, sizes_only)
         self._entries[topic_id] = entry
         return entry
 
@@ -258,6 +279,7 @@ def full_image_body(
     update_type: UpdateType,
     first_broker_epoch: int,
     live: Sequence[Broker],
+    sizes_only: bool = False,
 ) -> FullImageBody:
     """UpdateMetadata with every partition of ``image`` (states from the image, controller epoch
     the image's KRaft epoch), as the batch builds it, the broker epoch of the first destination
@@ -266,11 +288,12 @@ def full_image_body(
     registered = pieces.registered(image.brokers)
     epoch = image.epoch
     chunks: list[bytes] = []
-    count = topics = 0
+    count = topics = size = 0
     topic_ids: dict[str, uuid.UUID] = {}
     for tid, topic in _topics(image):
-        entry = pieces.piece(topic, tid, version, epoch, registered)
+        entry = pieces.piece(topic, tid, version, epoch, registered, sizes_only)
         chunks.append(entry.data)
+        size += entry.size
         count += entry.count
         topics += 1
         topic_ids[topic.name] = tid
@@ -279,6 +302,10 @@ def full_image_body(
         version, controller_id, header_epoch, _ImageStates(count, image, epoch),  # type: ignore[arg-type]
         live_brokers(tuple(live), version), topic_ids, True, int(update_type),
     )
+    if sizes_only:  # the same length from sizes: the envelope's, its empty array replaced by the topics'
+        envelope_size = attrs.evolve(builder, partition_states=[]).size_body()
+        total = envelope_size - len(layout.empty_array) + array_count_size(topics, layout.flexible) + size
+        return FullImageBody(builder, SharedBody(b"", layout.epoch_offset, total))
     envelope = attrs.evolve(builder, partition_states=[]).encode_body(first_broker_epoch)
     off = layout.states_offset
     assert envelope[off: off + len(layout.empty_array)] == layout.empty_array

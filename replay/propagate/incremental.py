@@ -67,6 +67,7 @@ from ctrlbatch.batch.builders import (
     StopReplicaBuilder,
     UpdateMetadataBuilder,
     body_layout,
+    shared_body,
 )
 from ctrlbatch.batch.checks import int_tuple
 from ctrlbatch.batch.request_batch import (
@@ -129,21 +130,21 @@ def _leader_nodes(brokers: Iterable[Broker], listener: str) -> dict[int, list[tu
 
 def incremental_sends(
     plan: Any, ctx: MigrationControllerChannelContext, mv: MetadataVersion, *, controller_id: int,
-    header_epoch: int, listener: str,
+    header_epoch: int, listener: str, sizes_only: bool = False,
 ) -> list[Lean] | None:
     """The batch's sends for ``plan`` (propagator._Plan) as (broker, request), or None to fall
     back to the batch (see the module rules)."""
     if plan.everything:
         return None
     try:
-        return _sends(plan, ctx, mv, controller_id, header_epoch, listener)
+        return _sends(plan, ctx, mv, controller_id, header_epoch, listener, sizes_only)
     except Exception:  # the batch raises its own error for the same plan
         return None
 
 
 def _sends(
     plan: Any, ctx: MigrationControllerChannelContext, mv: MetadataVersion, controller_id: int, header_epoch: int,
-    listener: str,
+    listener: str, sizes_only: bool = False,
 ) -> list[Lean]:
     out: list[Lean] = []
     update_type = int(UpdateType(plan.update_type))
@@ -151,8 +152,8 @@ def _sends(
     epochs = ctx.live_broker_id_and_epochs
     lisr = sorted(plan.lisr.items(), key=_key)
     if lisr:
-        _leader_and_isr(out, lisr, ctx, mv, controller_id, header_epoch, listener, update_type)
-    _update_metadata(out, plan, ctx, mv, controller_id, header_epoch, update_type)
+        _leader_and_isr(out, lisr, ctx, mv, controller_id, header_epoch, listener, update_type, sizes_only)
+    _update_metadata(out, plan, ctx, mv, controller_id, header_epoch, update_type, sizes_only)
     if plan.stop:
         version = stop_replica_version(mv)
         epoch_offset = body_layout(StopReplicaRequest, version).epoch_offset
@@ -168,13 +169,14 @@ def _sends(
                     version, controller_id, header_epoch, version < 3, list(stops[b].items()), True,
                 )
                 epoch = epochs[b]
-                out.append((b, OutboundRequest(builder, epoch, SharedBody(builder.encode_body(epoch), epoch_offset))))
+                out.append((b, OutboundRequest(builder, epoch, shared_body(builder, epoch, epoch_offset, sizes_only=sizes_only))))
     return out
 
 
 def _leader_and_isr(
     out: list[Lean], lisr: list[tuple[TopicPartition, Any]], ctx: MigrationControllerChannelContext,
     mv: MetadataVersion, controller_id: int, header_epoch: int, listener: str, update_type: int,
+    sizes_only: bool = False,
 ) -> None:
     version = leader_and_isr_version(mv)
     gate = mv.is_at_least(LEADER_RECOVERY_STATE_SINCE)
@@ -219,13 +221,13 @@ def _leader_and_isr(
             builder = LeaderAndIsrBuilder(
                 version, controller_id, header_epoch, values, topic_ids, tuple(leaders), True, update_type,
             )
-            found = shared[key] = (builder, SharedBody(builder.encode_body(epoch, parts), epoch_offset))
+            found = shared[key] = (builder, shared_body(builder, epoch, epoch_offset, parts, sizes_only=sizes_only))
         out.append((b, OutboundRequest(found[0], epoch, found[1])))
 
 
 def _update_metadata(
     out: list[Lean], plan: Any, ctx: MigrationControllerChannelContext, mv: MetadataVersion, controller_id: int,
-    header_epoch: int, update_type: int,
+    header_epoch: int, update_type: int, sizes_only: bool = False,
 ) -> None:
     live_ids = ctx.live_or_shutting_down_broker_ids
     order = dict.fromkeys(sorted(b for b in plan.umr_brokers if b >= 0))
@@ -254,7 +256,9 @@ def _update_metadata(
         {t: topic_ids[t] for t in dict.fromkeys(map(_topic_of, states)) if t in topic_ids}, True, update_type,
     )
     epochs = ctx.live_broker_id_and_epochs
-    body = SharedBody(builder.encode_body(epochs[destinations[0]]), body_layout(UpdateMetadataRequest, version).epoch_offset)
+    body = shared_body(
+        builder, epochs[destinations[0]], body_layout(UpdateMetadataRequest, version).epoch_offset, sizes_only=sizes_only,
+    )
     for b in destinations:
         out.append((b, OutboundRequest(builder, epochs[b], body)))
 

@@ -29,7 +29,9 @@ Rules (kafka-migration-propagator.md §2-7, MigrationPropagator.scala 3.9):
 - Controller id: the KRaft leader of the delta (the last LeaderChange), else
   ``options.controller_id``. Header controller epoch: ``options.zk_controller_epoch``, else the
   KRaft epoch of the delta's last batch. Versions: from ``options.ibp``, else the image's
-  metadata.version.
+  metadata.version. ``options.digest`` "none" (sizes only): every body is sized, not encoded
+  (builders.shared_body through incremental.py, full_image.py and the batch's sizes_only), so
+  the same requests are sent, each knowing its length and holding no bytes.
 Deterministic order (beyond Kafka, whose maps are hash maps): the batch keeps first-add order,
 so it is fed in canonical order: UpdateMetadata brokers ascending and partitions by (topic,
 partition); each broker's first LeaderAndIsr / StopReplica add in ascending broker order, then
@@ -123,6 +125,14 @@ def _check_targets(_self: Any, _attr: Any, value: Any) -> None:
         raise ValueError(f"targets: expected one of {', '.join(TARGETS)}, got {value!r}")
 
 
+DIGESTS = ("sha256", "none")
+
+
+def _check_digest(_self: Any, _attr: Any, value: Any) -> None:
+    if value not in DIGESTS:
+        raise ValueError(f"digest: expected one of {', '.join(DIGESTS)}, got {value!r}")
+
+
 def _check_ibp(_self: Any, _attr: Any, value: Any) -> None:
     if value is not None and not isinstance(value, MetadataVersion):
         raise ValueError(f"ibp: expected a MetadataVersion or None, got {value!r}")
@@ -138,6 +148,8 @@ class ReplayOptions:
     ibp: MetadataVersion | None = attrs.field(default=None, validator=_check_ibp)
     correct_offline: bool = False
     inter_broker_listener: str = "PLAINTEXT"
+    digest: Literal["sha256", "none"] = attrs.field(default="sha256", validator=_check_digest)
+    """none: bodies are sized, not encoded (builders.shared_body); rows carry no sha256 or frame."""
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -380,6 +392,7 @@ def _send(
     transport = _Collector(channel)
     mv = options.ibp or image.metadata_version
     batch: ControllerBrokerRequestBatch | None = None  # made when a plan needs it
+    sizes_only = options.digest == "none"
     try:
         for plan in plans:
             if plan.empty():
@@ -387,12 +400,12 @@ def _send(
             if plan.everything and not (plan.umr or plan.lisr or plan.stop):
                 version = update_metadata_version(mv)
                 if version >= FIRST_VERSION and pieces is not None:
-                    _send_full_image(transport, image, plan, ctx, version, controller_id, header_epoch, pieces)
+                    _send_full_image(transport, image, plan, ctx, version, controller_id, header_epoch, pieces, sizes_only)
                     continue
             if lean:
                 sends = incremental_sends(
                     plan, ctx, mv, controller_id=controller_id, header_epoch=header_epoch,
-                    listener=options.inter_broker_listener,
+                    listener=options.inter_broker_listener, sizes_only=sizes_only,
                 )
                 if sends is not None:
                     transport.sends.extend([Send(broker, request, broker not in channel) for broker, request in sends])
@@ -401,6 +414,7 @@ def _send(
                 batch = ControllerBrokerRequestBatch(
                     controller_id, ctx, mv, transport,
                     kraft_controller=True, inter_broker_listener_name=options.inter_broker_listener,
+                    sizes_only=sizes_only,
                 )
             _run(batch, plan, header_epoch, image)
     except IllegalStateError as e:
@@ -428,7 +442,7 @@ def _targets(brokers: Mapping[int, BrokerRegistration], targets: str) -> tuple[f
 
 def _send_full_image(
     transport: _Collector, image: MetadataImage, plan: _Plan, ctx: MigrationControllerChannelContext, version: int,
-    controller_id: int, header_epoch: int, pieces: TopicPieces,
+    controller_id: int, header_epoch: int, pieces: TopicPieces, sizes_only: bool = False,
 ) -> None:
     """What the batch sends for an UpdateMetadata-only plan with every partition (CCM:572-620: to
     each of its brokers that is live, in add order, one shared body), the body from the pieces."""
@@ -440,7 +454,7 @@ def _send_full_image(
     full = full_image_body(
         pieces, image, version=version, controller_id=controller_id, header_epoch=header_epoch,
         update_type=plan.update_type, first_broker_epoch=epochs[destinations[0]],
-        live=list(ctx.live_or_shutting_down_brokers),
+        live=list(ctx.live_or_shutting_down_brokers), sizes_only=sizes_only,
     )
     for broker in destinations:
         transport.send(broker, OutboundRequest(full.builder, epochs[broker], full.body), None)

@@ -21,6 +21,15 @@ Rules:
   group), which ``expand_columns`` (column chunks, for Parquet) or ``expand_rows`` (dicts, one at
   a time) turn into rows, numbering ``seq`` per broker. The Spark engine ships the groups between
   its stages and expands them where the rows are written.
+- Sizes only (``--digest none``, ReplayOptions.digest): bodies are sized, not encoded
+  (batch/builders.py shared_body), so a group has no ``data``; its rows' ``bytes`` is the frame's
+  length computed from the fields (requests.request_frame_size: size prefix, sized header, sized
+  body), equal to the encoded frame's (tests/replay/test_sizes_only.py compares every row of the
+  sample and of generated logs), and ``sha256`` is null. The column stays, so both options write
+  the same columns in the same order (a reader or a join that names sha256 keeps working, and
+  two runs compare column for column); its schema is ``SIZES_SCHEMA``, REQUEST_SCHEMA with
+  sha256 nullable: each option always writes its one schema (``request_schema``). Frames cannot
+  be kept: there are none (expand_* refuse with_frames).
 - Row making is on the hot path of both engines: benchmarks/rows_bench.py holds it to at least
   the speed of the per-send encoder it replaced (results/rows_bench.json).
 """
@@ -34,14 +43,15 @@ import attrs
 import pyarrow as pa
 
 from ctrlbatch.batch.events import UpdateType
+from ctrlbatch.requests import request_frame_size
 
 from ..image.causes import OTHER, delta_cause
 from ..propagate.propagator import Send
 from .frames import FrameEncoder, frame_size
 
 __all__ = [
-    "API_NAMES", "REQUEST_SCHEMA", "UPDATE_TYPE_NAMES", "SendGroup", "expand_columns", "expand_rows", "frame_of", "partition_count",
-    "request_row", "send_groups", "update_type_of",
+    "API_NAMES", "NO_FRAMES", "REQUEST_SCHEMA", "SIZES_SCHEMA", "UPDATE_TYPE_NAMES", "SendGroup", "expand_columns",
+    "expand_rows", "frame_of", "partition_count", "request_row", "request_schema", "send_groups", "update_type_of",
 ]
 
 ROWS_PER_CHUNK = 65_536  # rows per column chunk (one Arrow table written)
@@ -66,6 +76,21 @@ REQUEST_SCHEMA = pa.schema(
         pa.field("cause", pa.string(), nullable=False),
     ]
 )
+
+SIZES_SCHEMA = REQUEST_SCHEMA.set(
+    REQUEST_SCHEMA.get_field_index("sha256"), pa.field("sha256", pa.string(), nullable=True)
+)
+NO_FRAMES = "--with-frames: there are no frames to keep with --digest none (requests are sized, not encoded)"
+
+
+def request_schema(digest: str) -> pa.Schema:
+    """The requests/ schema of a replay with this digest ("sha256" or "none"; module rules)."""
+    if digest == "sha256":
+        return REQUEST_SCHEMA
+    if digest == "none":
+        return SIZES_SCHEMA
+    raise ValueError(f"digest: expected sha256 or none, got {digest!r}")
+
 
 API_NAMES = {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}
 UPDATE_TYPE_NAMES = {t.value: t.name for t in UpdateType}  # 0 UNKNOWN, 1 INCREMENTAL, 2 FULL
@@ -100,7 +125,8 @@ def frame_of(send: Send, seq: int) -> bytes:
 class SendGroup:
     """One request body delivered to one or more brokers, in send order, with the columns every
     broker's row of it shares. ``size`` is the bytes of each frame, ``epoch_offset`` the broker
-    epoch's place in ``data`` (None: the body has none)."""
+    epoch's place in ``data`` (None: the body has none). ``data`` is None when the body was
+    sized, not encoded (sizes only: no sha256, no frame)."""
 
     delta: int
     timestamp: int
@@ -111,7 +137,7 @@ class SendGroup:
     update_type: int | None
     partitions: int
     size: int
-    data: bytes
+    data: bytes | None
     epoch_offset: int | None
     brokers: tuple[int, ...]
     broker_epochs: tuple[int, ...]
@@ -122,6 +148,8 @@ class SendGroup:
         return f"SendGroup(api {self.api_key} v{self.api_version}, delta {self.delta}, {len(self.brokers)} brokers)"
 
     def frames(self) -> FrameEncoder:
+        if self.data is None:
+            raise ValueError(f"{self!r}: sized, not encoded (sizes only): it has no frames")
         return FrameEncoder(self.api_key, self.api_version, str(self.controller_id), self.data, self.epoch_offset)
 
 
@@ -131,10 +159,15 @@ def _group(delta: Any, sends: list[Send], first_offset: int, cause: str) -> Send
     api_key, version, controller_id = builder.api_key, builder.version, builder.controller_id
     since = _TYPE_SINCE.get(api_key)
     shared = req.shared
+    client_id = str(controller_id)
+    if shared.sized is not None:
+        size, data = request_frame_size(api_key, version, client_id, shared.sized), None
+    else:
+        size, data = frame_size(api_key, version, client_id, len(shared.data)), bytes(shared.data)
     return SendGroup(
         delta.last_offset, delta.timestamp, api_key, version, controller_id, builder.controller_epoch,
         None if since is None or version < since else int(builder.update_type), _PARTITIONS[api_key](builder),
-        frame_size(api_key, version, str(controller_id), len(shared.data)), bytes(shared.data), shared.epoch_offset,
+        size, data, shared.epoch_offset,
         tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends]), first_offset, cause,
     )
 
@@ -200,6 +233,20 @@ def expand_columns(
             for name in shared:
                 columns[name].extend([values[name]] * n)
         brokers, seqs, hashes, kept = columns["broker"], columns["seq"], columns["sha256"], columns["frame"]
+        if group.data is None:  # sized only: no digest, no frame
+            if with_frames:
+                raise ValueError(NO_FRAMES)
+            for broker in group.brokers:
+                seq = next_seq.get(broker, 0)
+                next_seq[broker] = seq + 1
+                brokers.append(broker)
+                seqs.append(seq)
+            hashes.extend([None] * n)
+            kept.extend([None] * n)
+            if len(brokers) >= ROWS_PER_CHUNK:
+                yield columns
+                columns = {n: [] for n in names}
+            continue
         frames = group.frames()
         for broker, epoch in zip(group.brokers, group.broker_epochs, strict=True):
             seq = next_seq.get(broker, 0)
@@ -219,14 +266,19 @@ def expand_rows(groups: Iterable[SendGroup], next_seq: dict[int, int], with_fram
     """The same rows as dicts, one at a time, in REQUEST_SCHEMA's column order (the sequential engine's rows)."""
     for group in groups:
         base = _row_base(group)
-        frames = group.frames()
+        frames = None if group.data is None else group.frames()
+        if frames is None and with_frames:
+            raise ValueError(NO_FRAMES)
         last = len(group.brokers) - 1
         for i, (broker, epoch) in enumerate(zip(group.brokers, group.broker_epochs, strict=True)):
             seq = next_seq.get(broker, 0)
             next_seq[broker] = seq + 1
             row = base if i == last else base.copy()  # the last row of a group takes the base itself
-            row["broker"], row["seq"], row["sha256"] = broker, seq, frames.sha256(seq, epoch)
-            row["frame"] = frames.frame(seq, epoch) if with_frames else None
+            if frames is None:
+                row["broker"], row["seq"], row["sha256"], row["frame"] = broker, seq, None, None
+            else:
+                row["broker"], row["seq"], row["sha256"] = broker, seq, frames.sha256(seq, epoch)
+                row["frame"] = frames.frame(seq, epoch) if with_frames else None
             yield row
 
 

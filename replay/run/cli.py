@@ -35,6 +35,7 @@ _KAFKA_4X_NAMES = frozenset(
     name for n, lv in KAFKA_4X_LEVELS.items() if n > LAST_ZK_LEVEL for name in (lv.version, lv.version.split("-")[0])
 )
 TARGETS = ("all", "migrating")
+DIGESTS = ("sha256", "none")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +78,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="list really offline replicas for deleted topics (Kafka 3.9 inverts that list)",
     )
     parser.add_argument("--with-frames", action="store_true", help="add the frame bytes to requests/")
+    parser.add_argument(
+        "--digest", choices=DIGESTS, default="sha256",
+        help="sha256: each row carries the SHA-256 of its frame; none: requests are sized from their fields, "
+        "never encoded or hashed (bytes as with sha256, sha256 null; faster)",
+    )
     parser.add_argument(
         "--compare-ibp", metavar="V1,V2", help="replay at two versions and print the per-API difference"
     )
@@ -139,6 +145,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise CommandError(f"--zk-controller-epoch: must be >= 0, got {args.zk_controller_epoch}")
     if args.master is not None and args.engine != "spark":
         raise CommandError("--master: only with --engine spark")
+    if args.with_frames and args.digest == "none":
+        raise CommandError("--with-frames: there are no frames to keep with --digest none (requests are sized, not encoded)")
     if args.compare_ibp is not None and args.ibp is not None:
         raise CommandError("--compare-ibp: already sets the versions; drop --ibp")
 
@@ -202,6 +210,7 @@ def _run(args: argparse.Namespace) -> int:
         ibp=ibp,
         correct_offline=args.correct_offline,
         with_frames=args.with_frames,
+        digest=args.digest,
         progress=not args.quiet,
     )
     out: Any = sys.stdout

@@ -56,6 +56,7 @@ class ReplayJob:
     ibp: MetadataVersion | None = None
     correct_offline: bool = False
     with_frames: bool = False
+    digest: Literal["sha256", "none"] = "sha256"  # none: requests sized, not encoded (no sha256 column values)
     progress: bool = True
     unit_bytes: int | None = None  # Spark: input bytes per task (None: the engine's default)
 
@@ -71,6 +72,7 @@ class ReplayJob:
             zk_controller_epoch=self.zk_controller_epoch,
             ibp=self.ibp,
             correct_offline=self.correct_offline,
+            digest=self.digest,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -87,6 +89,7 @@ class ReplayJob:
             "ibp": None if self.ibp is None else str(self.ibp),
             "correct_offline": self.correct_offline,
             "with_frames": self.with_frames,
+            "digest": self.digest,
         }
 
 
@@ -190,13 +193,13 @@ def controller_at_start(job: ReplayJob, history: History) -> tuple[ReplayJob, di
 
 def _run_local(job: ReplayJob, history: History, out: OutputDir | None) -> tuple[Any, ReadStats, int]:
     from ..engine.local import replay_local
-    from ..rows.rows import REQUEST_SCHEMA
+    from ..rows.rows import request_schema
 
     with Progress("replaying (local)", unit="batches", enabled=job.progress) as progress:
         result = replay_local(history, job.options(), coalesce=job.coalesce, progress=progress, with_frames=job.with_frames)
         count = 0
         if out is not None:
-            writer = ParquetRows(out.requests_dir, REQUEST_SCHEMA)
+            writer = ParquetRows(out.requests_dir, request_schema(job.digest))
             for columns in result.columns:
                 writer.write_columns(columns)
             writer.close()

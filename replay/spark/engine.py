@@ -46,6 +46,7 @@ from ctrlbatch.common.tuning import worker_task
 from ..log.errors import ReadStats
 from ..log.sources import History
 from ..propagate.propagator import ReplayOptions
+from ..rows.rows import NO_FRAMES
 from ..rows.summary import ReplaySummary
 from .group_spill import spill_dir
 from .plan import MAX_UNITS, plan_units, total_bytes, unit_bytes_for
@@ -113,6 +114,8 @@ def replay_spark(
         raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
     if not isinstance(coalesce, int) or isinstance(coalesce, bool) or coalesce < 1:
         raise ValueError(f"coalesce: expected an integer >= 1, got {coalesce!r}")
+    if with_frames and options.digest == "none":
+        raise ValueError(NO_FRAMES)
     if unit_bytes is not None and (not isinstance(unit_bytes, int) or unit_bytes < 1):
         raise ValueError(f"unit_bytes: expected a positive integer or None, got {unit_bytes!r}")
     sc: SparkContext = spark.sparkContext
@@ -157,8 +160,9 @@ def replay_spark(
             os.makedirs(directory, exist_ok=True)
             starts = sc.broadcast(first_seqs(ends))
             indices = [e.index for e in sorted(ends, key=_frame_bytes, reverse=True)]  # largest first
+            digest = options.digest
             written: list[WriteEnd] = sc.parallelize(indices, len(indices)).map(
-                lambda i: worker_task(write_unit, i, spill, starts.value[i], directory, with_frames)
+                lambda i: worker_task(write_unit, i, spill, starts.value[i], directory, with_frames, digest)
             ).collect()
             error = first_error(written)
             if error is not None:

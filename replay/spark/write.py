@@ -22,7 +22,7 @@ import attrs
 
 from ctrlbatch.common import CommandError, os_error_line
 
-from ..rows.rows import REQUEST_SCHEMA, expand_columns
+from ..rows.rows import REQUEST_SCHEMA, expand_columns, request_schema
 from .group_spill import read_groups, spill_path
 
 __all__ = ["WriteEnd", "write_unit"]
@@ -37,13 +37,15 @@ class WriteEnd:
     error: CommandError | None = None
 
 
-def write_unit(index: int, spill: str, first_seq: dict[int, int], directory: str, with_frames: bool) -> WriteEnd:
+def write_unit(
+    index: int, spill: str, first_seq: dict[int, int], directory: str, with_frames: bool, digest: str = "sha256",
+) -> WriteEnd:
     """Write unit ``index``'s rows (its groups from ``spill``) to ``directory/part-<index>.parquet``."""
     from ..output.output import ParquetRows
 
     writer = None
     try:
-        writer = ParquetRows(Path(directory), REQUEST_SCHEMA, name=f"part-{index:05d}.parquet")
+        writer = ParquetRows(Path(directory), request_schema(digest), name=f"part-{index:05d}.parquet")
         groups = read_groups(spill_path(spill, index))
         for columns in expand_columns(groups, dict(first_seq), with_frames, REQUEST_SCHEMA.names):
             writer.write_columns(columns)

@@ -8,6 +8,8 @@ Rules of this module:
 - So the rows are the Parquet output's (rows.REQUEST_SCHEMA: the same values, the delta's first
   and last offsets included) plus ``delta_time``, the delta's timestamp (the ``timestamp`` column,
   ms) as a TIMESTAMP; columns in schema.REQUESTS_ARROW's order.
+  ``digest="none"``: the requests are sized, not encoded (rows.py's sizes-only rule): the same
+  rows and columns, sha256 null; with_frames is then refused.
 - The controller id where the replay starts follows the CLI's rule (job.controller_at_start: from
   a snapshot, the KRaft leader of the last LeaderChange below it).
 - ``work_dir``: where the parts are written. Every executor must reach it (a shared filesystem
@@ -63,6 +65,7 @@ def replay_dataframe(
     ibp: MetadataVersion | None = None,
     correct_offline: bool = False,
     with_frames: bool = False,
+    digest: Literal["sha256", "none"] = "sha256",
     unit_bytes: int | None = None,
     work_dir: str | os.PathLike[str] | None = None,
 ) -> DataFrame:
@@ -78,7 +81,7 @@ def replay_dataframe(
     snapshot = from_snapshot if from_snapshot in (None, "newest") else os.path.abspath(os.fspath(from_snapshot))
     job = ReplayJob(source_path, from_snapshot=snapshot, skip_corrupt=skip_corrupt, coalesce=coalesce,
                     targets=targets, controller_id=controller_id, zk_controller_epoch=zk_controller_epoch, ibp=ibp,
-                    correct_offline=correct_offline, with_frames=with_frames, unit_bytes=unit_bytes)
+                    correct_offline=correct_offline, with_frames=with_frames, digest=digest, unit_bytes=unit_bytes)
     history = open_history(source_path, from_snapshot=snapshot, skip_corrupt=skip_corrupt)
     job, _controller = controller_at_start(job, history)
     requests_dir = os.path.join(_work_dir(work_dir), "requests")
