@@ -34,8 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from figures import Figure, write_results  # noqa: E402
-from replay_bench import PYTHON, cpu_model, log_dir, run_replay  # noqa: E402
+from figures import Figure, processor, write_results  # noqa: E402
+from replay_bench import PYTHON, log_dir, run_replay  # noqa: E402
 
 _FOLD = """
 import sys, time
@@ -81,7 +81,7 @@ def main() -> None:
     args = ap.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     log = log_dir(args.cache, args.records, args)
-    cpu = cpu_model()
+    cpu = processor()
     print(f"sizes-only replay benchmark: {args.records:,} records ({cpu}, {os.cpu_count()} cores)", flush=True)
     floor = fold_floor(log)
     print(f"  floor (read and fold, no requests): {floor['seconds']:.1f} s on one core ({floor['cpu_seconds']:.1f} s CPU), "

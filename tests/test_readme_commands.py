@@ -46,7 +46,7 @@ def test_readme_commands_run_as_written(tmp_path: Path) -> None:
     # (generate-log refuses a directory that already holds a log, as it should); and replay-out/,
     # make run's git-ignored output, which an older ctrlbatch may have written with an older marker
     lines = ["set -euo pipefail",
-             "rm -rf replay-out /tmp/ctrlbatch-out /tmp/ctrlbatch-synthetic /tmp/ctrlbatch-elr /tmp/ctrlbatch-dist"]
+             "rm -rf replay-out /tmp/ctrlbatch-out /tmp/ctrlbatch-synthetic /tmp/ctrlbatch-elr /tmp/ctrlbatch-dist /tmp/ctrlbatch-sizes"]
     for number, command in readme_commands():
         if command.strip() in SKIPPED:
             continue
