@@ -29,6 +29,7 @@ from ctrlbatch.context import TopicPartition
 
 from .broker_server import BrokerFaults
 from .cluster import SimCluster
+from .kraft_driver import KraftDriver
 from .zk_driver import ZkDriver
 
 __all__ = ["SCENARIOS", "FaultPlan", "Scenario", "ScenarioError", "ScenarioSpec", "assignments", "parse_faults"]
@@ -157,9 +158,8 @@ async def _answer(call: Callable[[Callable[[Any], None]], None], timeout: float,
 
 
 async def _catch_up(cluster: SimCluster, spec: ScenarioSpec, what: str) -> None:
-    """zk: leaders add their caught-up followers to the ISR (ZkDriver.catch_up), until none is left."""
-    if not isinstance(cluster.driver, ZkDriver):
-        return
+    """Leaders add their caught-up followers to the ISR (ZkDriver.catch_up, KraftDriver.catch_up:
+    AlterPartition), until none is left."""
     for _ in range(10):
         if cluster.driver.catch_up(cluster.brokers) == 0:
             return
@@ -246,11 +246,11 @@ async def reassignment(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> N
 async def preferred_election(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
     """Broker 0 bounces (its leaderships move away) and comes back; ElectLeaders(PREFERRED) for
     the partitions it is the preferred replica of moves them back."""
-    zk = _zk(cluster)
+    driver = cluster.driver
     await _setup(cluster, spec, step)
     await _bounce(cluster, spec, step, 0)
     wanted = _preferred_on(cluster, 0)
-    result = await _answer(lambda cb: zk.elect_leaders(wanted, False, cb), spec.step_timeout, "the preferred election")
+    result = await _answer(lambda cb: driver.elect_leaders(wanted, False, cb), spec.step_timeout, "the preferred election")
     await _quiet(cluster, spec, "the preferred election")
     astray = [tp for tp in wanted if _leader(cluster, tp) != 0]
     if astray:
@@ -261,8 +261,11 @@ async def preferred_election(cluster: SimCluster, spec: ScenarioSpec, step: Step
 
 async def auto_rebalance(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
     """Broker 0 bounces; the controller's automatic imbalance check (every
-    leader.imbalance.check.interval.seconds, 1 s here) moves its preferred partitions back."""
-    _zk(cluster)
+    leader.imbalance.check.interval.seconds, 1 s here) moves its preferred partitions back (kraft:
+    QuorumController's periodic maybeBalancePartitionLeaders, started here with that interval)."""
+    if isinstance(cluster.driver, KraftDriver):
+        cluster.driver.imbalance_interval = 1
+        cluster.driver.start()
     await _setup(cluster, spec, step)
     await _bounce(cluster, spec, step, 0)
     wanted = _preferred_on(cluster, 0)
@@ -274,12 +277,12 @@ async def auto_rebalance(cluster: SimCluster, spec: ScenarioSpec, step: Step) ->
 
 async def partition_expansion(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
     """The first topic's partition count doubles (its znode gains the new partitions)."""
-    zk = _zk(cluster)
+    driver = cluster.driver
     await _setup(cluster, spec, step)
     first = _first_topic(cluster)
     ctx = cluster.driver.ctx
     n = len(ctx.partitions_for_topic(first))
-    zk.add_partitions(first, {p: [(p + k) % spec.brokers for k in range(spec.rf)] for p in range(n, 2 * n)})
+    driver.add_partitions(first, {p: [(p + k) % spec.brokers for k in range(spec.rf)] for p in range(n, 2 * n)})
     await cluster.wait_for(lambda: all(_leader(cluster, TopicPartition(first, p)) >= 0 for p in range(2 * n)),
                            spec.step_timeout, f"{first}'s new partitions to get leaders")
     await _quiet(cluster, spec, "the partition expansion")
@@ -337,11 +340,13 @@ SCENARIOS: dict[str, Scenario] = {
     "reassignment": Scenario(reassignment, "every partition of the first topic moves one broker on (zk: KIP-455, "
                                            "complete once the new replicas joined the ISR)"),
     "preferred-election": Scenario(preferred_election, "broker 0 bounces, then ElectLeaders(PREFERRED) moves its "
-                                                       "preferred partitions back", zk_only=True),
+                                                       "preferred partitions back"),
     "auto-rebalance": Scenario(auto_rebalance, "broker 0 bounces, then the automatic imbalance check (every 1 s here) "
-                                               "moves its preferred partitions back", zk_only=True,
+                                               "moves its preferred partitions back",
                                zk_options={"leader_imbalance_check_interval_seconds": 1}),
-    "partition-expansion": Scenario(partition_expansion, "the first topic's partition count doubles", zk_only=True),
+    "partition-expansion": Scenario(partition_expansion, "the first topic's partition count doubles"),
     "unclean-election": Scenario(unclean_election, "a partition's whole ISR dies; its other replica returns and is "
-                                                   "elected once the topic enables unclean election", zk_only=True),
+                                                   "elected once the topic enables unclean election (zk only: "
+                                                   "KRaft elects uncleanly only on its periodic "
+                                                   "maybeElectUncleanLeaders task, not simulated)", zk_only=True),
 }
