@@ -24,8 +24,9 @@ Rules (MP = MigrationPropagator.scala 3.9, kafka-migration-propagator.md; decisi
   for each live leader, the AlterPartition result a real leader's request gets once its followers
   caught up: the ISR plus every unfenced replica that follows the partition at the leader's epoch
   (Partition.maybeExpandIsr's order: appended). It is what completes a reassignment.
-- Failover: a new KRaft controller term (epoch + 1) syncs every broker from the image,
-  sendRPCsToBrokersFromMetadataImage (MP:218-247): UpdateMetadata with everything, then a FULL
+- Failover: a new KRaft controller term claims ZooKeeper controller leadership (epoch + 1,
+  KRaftMigrationDriver.java:698 at 3.9) and syncs every broker from the image,
+  sendRPCsToBrokersFromMetadataImage (KRaftMigrationDriver.java:862-877, MP:218-247): UpdateMetadata with everything, then a FULL
   LeaderAndIsr batch. The channel is kept (same controller id and connections).
 - Topic deletion completes at once (RemoveTopicRecord); nothing waits for StopReplica answers
   (KRaft does not), so ``deletions_pending`` is 0.

@@ -42,24 +42,31 @@ def test_every_scenario_converges_in_zk_mode(scenario: str) -> None:
     _check_converged(r, scenario, "zk")
 
 
+def test_only_unclean_election_is_zk_only() -> None:
+    """KRaft has preferred election, the automatic balance and partition expansion (kraft_decisions.py)."""
+    assert [n for n, s in SCENARIOS.items() if s.zk_only] == ["unclean-election"]
+
+
 @pytest.mark.parametrize("scenario", [n for n, s in SCENARIOS.items() if not s.zk_only])
 def test_kraft_scenarios_converge(scenario: str) -> None:
     r = simulate("--controller", "kraft", "--brokers", "4", "--partitions", "60", "--scenario", scenario, *FAST)
     _check_converged(r, scenario, "kraft")
 
 
-def test_faults_are_survived() -> None:
-    r = simulate("--brokers", "3", "--partitions", "30", "--scenario", "failover", "--faults", "close:1@2,delay:2=0.02,refuse:0=0.3",
-                 *FAST)
+@pytest.mark.parametrize("controller", ["zk", "kraft"])
+def test_faults_are_survived(controller: str) -> None:
+    r = simulate("--controller", controller, "--brokers", "3", "--partitions", "30", "--scenario", "failover",
+                 "--faults", "close:1@2,delay:2=0.02,refuse:0=0.3", *FAST)
     assert r.returncode == 0, r.stderr
     rows = {int(line.split()[0]): line.split() for line in r.stdout.splitlines()[2:5]}
     assert int(rows[1][-2]) >= 2 and int(rows[0][-2]) >= 2  # reconnected after the close and the refusal
     assert r.stdout.splitlines()[-1] == "converged: 3/3 live brokers (all)"
 
 
-def test_topics_and_replication_factor_name_kafkas_setups() -> None:
-    r = simulate("--brokers", "4", "--topics", "40", "--partitions", "40", "--replication-factor", "2",
-                 "--scenario", "controlled-shutdown", *FAST)
+@pytest.mark.parametrize("controller", ["zk", "kraft"])
+def test_topics_and_replication_factor_name_kafkas_setups(controller: str) -> None:
+    r = simulate("--controller", controller, "--brokers", "4", "--topics", "40", "--partitions", "40",
+                 "--replication-factor", "2", "--scenario", "controlled-shutdown", *FAST)
     assert r.returncode == 0, r.stderr
     assert "4 brokers, 40 partitions in 40 topics, replication factor 2" in r.stdout.splitlines()[0]
     assert r.stdout.splitlines()[-1] == "converged: 3/3 live brokers (all)"
