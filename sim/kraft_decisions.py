@@ -36,7 +36,9 @@ BrokerRegistrationChangeRecord for fencing, no ELR, and ZooKeeper migration on):
 - Elections (RCM:1485-1530): PREFERRED when the leader is not the first replica, UNCLEAN when the
   partition has no leader; else ELECTION_NOT_NEEDED; no record: PREFERRED_LEADER_NOT_AVAILABLE /
   ELIGIBLE_LEADERS_NOT_AVAILABLE. The automatic balance (RCM:1632-1671) is a PREFERRED election for
-  every partition whose leader is not its first replica.
+  every partition whose leader is not its first replica; the unclean check (RCM:1690-1717) an
+  UNCLEAN election for every leaderless partition of a topic with unclean.leader.election.enable,
+  at most 1000 a run. Broker events elect uncleanly in those topics too (RCM:1940-1942).
 Every partition scan is one pass over the image (Kafka keeps brokersToIsrs indexes; the pass is
 O(partitions) per event, never quadratic).
 """
@@ -50,6 +52,7 @@ from typing import Any
 from ctrlbatch.replay.image.image import BrokerRegistration, MetadataImage, PartitionRegistration
 from ctrlbatch.replay.schema.metadata_classes import (
     BrokerRegistrationChangeRecord,
+    ConfigRecord,
     PartitionChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -61,11 +64,13 @@ from ctrlbatch.replay.schema.metadata_classes import (
 __all__ = [
     "ONLINE", "PREFERRED", "UNCLEAN", "NO_LEADER", "KraftError", "acceptable", "alter_partition", "broker_fenced",
     "broker_in_controlled_shutdown", "broker_unfenced", "broker_unregistered", "create_partitions",
-    "elect_leader", "imbalanced", "partition_change", "reassign", "register_broker", "remove_topic",
+    "elect_leader", "elect_unclean_leaders", "imbalanced", "leaderless", "topic_config", "partition_change", "reassign", "register_broker", "remove_topic",
 ]
 
 ONLINE, PREFERRED, UNCLEAN = "ONLINE", "PREFERRED", "UNCLEAN"
 NO_LEADER = -1
+MAX_ELECTIONS = 1000  # RCM MAX_ELECTIONS_PER_IMBALANCE (QC:1951)
+TOPIC_RESOURCE = 2
 NO_LEADER_CHANGE = -2
 RECOVERING = 1
 FENCE, UNFENCE = 1, -1  # BrokerRegistrationFencingChange
@@ -179,42 +184,44 @@ def _partitions(image: MetadataImage) -> Iterator[tuple[uuid.UUID, int, Partitio
 
 
 def _rebuild(image: MetadataImage, which: Callable[[PartitionRegistration], bool], ok: Callable[[int], bool],
-             remove: int = NO_LEADER) -> list[Record]:
-    """RCM:1891-1945 generateLeaderAndIsrUpdates: the target ISR without ``remove``."""
+             remove: int = NO_LEADER, unclean: frozenset[str] = frozenset()) -> list[Record]:
+    """RCM:1891-1945 generateLeaderAndIsrUpdates: the target ISR without ``remove``; UNCLEAN
+    election for the topics whose unclean.leader.election.enable is true (RCM:1940-1942)."""
     out: list[Record] = []
     for tid, pid, p in _partitions(image):
         if which(p):
-            rec = partition_change(p, tid, pid, ok, target_isr=[r for r in p.isr if r != remove])
+            election = UNCLEAN if unclean and image.topics[tid].name in unclean else ONLINE
+            rec = partition_change(p, tid, pid, ok, target_isr=[r for r in p.isr if r != remove], election=election)
             if rec is not None:
                 out.append(rec)
     return out
 
 
-def broker_fenced(image: MetadataImage, broker_id: int) -> list[Record]:
+def broker_fenced(image: MetadataImage, broker_id: int, unclean: frozenset[str] = frozenset()) -> list[Record]:
     """RCM:1288-1305 handleBrokerFenced (also SHUTDOWN_NOW)."""
     reg = image.brokers[broker_id]
-    out = _rebuild(image, lambda p: broker_id in p.isr, acceptable(image, remove=broker_id), broker_id)
+    out = _rebuild(image, lambda p: broker_id in p.isr, acceptable(image, remove=broker_id), broker_id, unclean)
     out.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=reg.epoch, fenced=FENCE))
     return out
 
 
-def broker_unregistered(image: MetadataImage, broker_id: int) -> list[Record]:
+def broker_unregistered(image: MetadataImage, broker_id: int, unclean: frozenset[str] = frozenset()) -> list[Record]:
     """RCM:1317-1326 handleBrokerUnregistered."""
     reg = image.brokers[broker_id]
-    out = _rebuild(image, lambda p: broker_id in p.isr, acceptable(image, remove=broker_id), broker_id)
+    out = _rebuild(image, lambda p: broker_id in p.isr, acceptable(image, remove=broker_id), broker_id, unclean)
     out.append(UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=reg.epoch))
     return out
 
 
-def broker_unfenced(image: MetadataImage, broker_id: int) -> list[Record]:
+def broker_unfenced(image: MetadataImage, broker_id: int, unclean: frozenset[str] = frozenset()) -> list[Record]:
     """RCM:1339-1351 handleBrokerUnfenced: the record first, then leaderless partitions."""
     reg = image.brokers[broker_id]
     out: list[Record] = [BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=reg.epoch, fenced=UNFENCE)]
-    out += _rebuild(image, lambda p: p.leader == NO_LEADER, acceptable(image, add=broker_id))
+    out += _rebuild(image, lambda p: p.leader == NO_LEADER, acceptable(image, add=broker_id), unclean=unclean)
     return out
 
 
-def broker_in_controlled_shutdown(image: MetadataImage, broker_id: int) -> list[Record]:
+def broker_in_controlled_shutdown(image: MetadataImage, broker_id: int, unclean: frozenset[str] = frozenset()) -> list[Record]:
     """RCM:1364-1375 handleBrokerInControlledShutdown."""
     reg = image.brokers[broker_id]
     out: list[Record] = []
@@ -222,7 +229,7 @@ def broker_in_controlled_shutdown(image: MetadataImage, broker_id: int) -> list[
         out.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=reg.epoch,
                                                   in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN))
     # the record is not applied yet: the broker is excluded as brokerToRemove
-    out += _rebuild(image, lambda p: broker_id in p.isr, acceptable(image, remove=broker_id), broker_id)
+    out += _rebuild(image, lambda p: broker_id in p.isr, acceptable(image, remove=broker_id), broker_id, unclean)
     return out
 
 
@@ -328,3 +335,28 @@ def imbalanced(image: MetadataImage) -> list[Record]:
 
 def registration(image: MetadataImage, broker_id: int) -> BrokerRegistration | None:
     return image.brokers.get(broker_id)
+
+
+def leaderless(image: MetadataImage) -> bool:
+    """areSomePartitionsLeaderless (QC:1406-1408)."""
+    return any(p.leader == NO_LEADER for _, _, p in _partitions(image))
+
+
+def elect_unclean_leaders(image: MetadataImage, unclean: frozenset[str], max_elections: int = MAX_ELECTIONS) -> list[Record]:
+    """RCM:1690-1717 maybeTriggerUncleanLeaderElectionForLeaderlessPartitions: an UNCLEAN
+    election (elect_leader) for each leaderless partition of a topic with unclean election on."""
+    out: list[Record] = []
+    for tid, pid, p in _partitions(image):
+        if len(out) >= max_elections:
+            break
+        name = image.topics[tid].name
+        if p.leader == NO_LEADER and name in unclean:
+            result = elect_leader(image, name, pid, True)
+            if not isinstance(result, str):
+                out.append(result)
+    return out
+
+
+def topic_config(topic: str, name: str, value: str | None) -> Record:
+    """A topic's ConfigRecord (resource type 2, TOPIC), as ConfigurationControlManager writes it."""
+    return ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=topic, name=name, value=value)

@@ -28,6 +28,15 @@ Rules (MP = MigrationPropagator.scala 3.9, kafka-migration-propagator.md; decisi
   KRaftMigrationDriver.java:698 at 3.9) and syncs every broker from the image,
   sendRPCsToBrokersFromMetadataImage (KRaftMigrationDriver.java:862-877, MP:218-247): UpdateMetadata with everything, then a FULL
   LeaderAndIsr batch. The channel is kept (same controller id and connections).
+- Unclean election (QC:1406-1443, RCM:1682-1717): after every write, while some partition is
+  leaderless, the unclean check runs after ``unclean_interval`` (Kafka's
+  unclean.leader.election.check.interval.ms, 5 min; the unclean-election scenario sets 1 s) and
+  elects uncleanly in the topics whose unclean.leader.election.enable is true; broker events
+  elect uncleanly in those topics too. The leader recovery state goes RECOVERING (as Kafka's); the
+  driver does not write the AlterPartition that would mark it RECOVERED.
+- Automatic balance: with ``imbalance_interval`` (leader.imbalance.check.interval.seconds) a task
+  runs the preferred elections of maybeBalancePartitionLeaders at that period (Kafka schedules it
+  after writes while imbalanced partitions exist; the period is the same).
 - Topic deletion completes at once (RemoveTopicRecord); nothing waits for StopReplica answers
   (KRaft does not), so ``deletions_pending`` is 0.
 """
@@ -65,6 +74,7 @@ __all__ = ["KraftDriver"]
 
 _log = logging.getLogger("ctrlbatch.sim.kraft")
 METADATA_VERSION = "metadata.version"
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 # Record versions a 3.9-IV0 controller writes (MetadataVersion.java 3.9: directories from 3.7-IV2;
 # BrokerRegistrationChangeRecord v1 for controlled shutdown, RCM:1367-1370).
 _VERSIONS: dict[type, int] = {RegisterBrokerRecord: 3, PartitionRecord: 1, PartitionChangeRecord: 1}
@@ -85,7 +95,8 @@ class KraftDriver:
 
     def __init__(self, channel: Channel, *, controller_id: int = 3000,
                  metadata_version: MetadataVersion = MetadataVersion.IBP_3_9_IV0,
-                 leader_imbalance_check_interval_seconds: float | None = None) -> None:
+                 leader_imbalance_check_interval_seconds: float | None = None,
+                 unclean_leader_election_check_interval_ms: int = 300_000) -> None:
         self.channel = channel
         self.controller_id = controller_id
         self.epoch = 1
@@ -99,6 +110,12 @@ class KraftDriver:
         self.imbalance_interval = leader_imbalance_check_interval_seconds
         """leader.imbalance.check.interval.seconds; None: no automatic balancing task."""
         self._task: asyncio.Task[None] | None = None
+        self.unclean_topics: frozenset[str] = frozenset()
+        """Topics whose unclean.leader.election.enable is true (a topic ConfigRecord)."""
+        self.unclean_interval = unclean_leader_election_check_interval_ms / 1000
+        self._leaderless = False
+        self._unclean: asyncio.TimerHandle | None = None
+        self._unclean_now = False
         self._ctx = LiveContext(lambda: self.image)
         self._commit([FeatureLevelRecord(name=METADATA_VERSION, feature_level=metadata_version.feature_level)])
 
@@ -131,6 +148,27 @@ class KraftDriver:
         image, sends = propagate_delta(self.image, delta, self._options())
         self._publish(image)
         self._deliver(sends)
+        self._schedule_unclean()
+
+    def _schedule_unclean(self) -> None:
+        """maybeScheduleNextElectUncleanLeaders after every write (QC:856-861, 1406-1443): while
+        some partition is leaderless and none is scheduled, run the check after the interval
+        (10 ms if the last run hit the election cap). Needs the running loop; none, no task."""
+        if self._unclean is not None or not self._leaderless:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._unclean = loop.call_later(0.01 if self._unclean_now else self.unclean_interval, self._elect_unclean)
+
+    def _elect_unclean(self) -> None:
+        """maybeElectUncleanLeaders (RCM:1682-1688)."""
+        self._unclean = None
+        records = kd.elect_unclean_leaders(self.image, self.unclean_topics)
+        self._unclean_now = len(records) >= kd.MAX_ELECTIONS
+        self._commit(records)
+        self._schedule_unclean()
 
     def _publish(self, image: MetadataImage) -> None:
         """publishMetadata (MP:90-100): channel brokers = registered, unfenced, migrating."""
@@ -144,7 +182,10 @@ class KraftDriver:
             if b not in self.in_channel:
                 self.in_channel[b] = broker
                 self.channel.add_broker(broker)
-        self.leaders = frozenset(p.leader for t in image.topics.values() for p in t.partitions.values() if p.leader >= 0)
+        leaders = {p.leader for t in image.topics.values() for p in t.partitions.values()}
+        self._leaderless = kd.NO_LEADER in leaders
+        leaders.discard(kd.NO_LEADER)
+        self.leaders = frozenset(leaders)
 
     def _deliver(self, sends: Sequence[Any]) -> None:
         for s in sends:
@@ -163,6 +204,9 @@ class KraftDriver:
             self._task = asyncio.get_running_loop().create_task(self._balance(), name="kraft-leader-balance")
 
     async def stop(self) -> None:
+        if self._unclean is not None:
+            self._unclean.cancel()
+            self._unclean = None
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -188,7 +232,7 @@ class KraftDriver:
             if reason is not None:
                 _log.warning("broker %d is not registered with the KRaft controller: %s", b, reason)
                 if known is not None:
-                    self._commit(kd.broker_unregistered(self.image, b))
+                    self._commit(kd.broker_unregistered(self.image, b, self.unclean_topics))
                 return
             self._commit([kd.register_broker(
                 b, reg.epoch, reg.incarnation_id, reg.listeners, reg.rack, reg.features, reg.log_dirs,
@@ -198,15 +242,15 @@ class KraftDriver:
             return
         elif kind == EventKind.UNFENCED:
             if known.fenced:
-                self._commit(kd.broker_unfenced(self.image, b))
+                self._commit(kd.broker_unfenced(self.image, b, self.unclean_topics))
         elif kind in (EventKind.FENCED, EventKind.SHUTDOWN_NOW):
             if not known.fenced:
-                self._commit(kd.broker_fenced(self.image, b))
+                self._commit(kd.broker_fenced(self.image, b, self.unclean_topics))
         elif kind == EventKind.FORGOTTEN:
-            self._commit(kd.broker_unregistered(self.image, b))
+            self._commit(kd.broker_unregistered(self.image, b, self.unclean_topics))
         elif kind == EventKind.CONTROLLED_SHUTDOWN:
             if not known.fenced:
-                self._commit(kd.broker_in_controlled_shutdown(self.image, b))
+                self._commit(kd.broker_in_controlled_shutdown(self.image, b, self.unclean_topics))
 
     def live_broker_ids(self) -> list[int]:
         return sorted(self.in_channel)
@@ -269,6 +313,12 @@ class KraftDriver:
                 result[tp] = None
         self._commit(records)
         callback(result)
+
+    def enable_unclean_election(self, topic: str) -> None:
+        """A topic config sets unclean.leader.election.enable=true (a ConfigRecord); the next
+        unclean check elects its leaderless partitions (KRaft has no immediate trigger at 3.9)."""
+        self._commit([kd.topic_config(topic, UNCLEAN_LEADER_ELECTION_ENABLE, "true")])
+        self.unclean_topics = self.unclean_topics | {topic}
 
     # ------------------------------------------------------------------ followers catching up
 

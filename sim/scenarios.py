@@ -9,7 +9,8 @@ Rules:
   steps, each followed by a wait for quiet. ``step(name)`` reports progress; a step that cannot
   finish raises TimeoutError or ScenarioError naming what it waited for.
 - The steps are an operator's or a broker's (the store, the admin API, a crash), never the
-  controller's own decisions; the zk-only ones need Kafka's KafkaController (zk_driver.py).
+  controller's own decisions. Every scenario runs on both controllers (zk_driver.py,
+  kraft_driver.py); ``zk_only`` remains for a scenario only Kafka's ZooKeeper-mode controller has.
 - Fault specs (``parse_faults``), comma-separated: ``close:B@N`` closes broker B's connection on its
   N-th request (unanswered); ``hangup:B@N`` answers it, then closes; ``error:B=CODE@N`` answers its N-th request with error CODE; ``delay:B=SECONDS``
   delays every reply; ``refuse:B=SECONDS`` refuses connections for that long when the scenario
@@ -30,7 +31,6 @@ from ctrlbatch.context import TopicPartition
 from .broker_server import BrokerFaults
 from .cluster import SimCluster
 from .kraft_driver import KraftDriver
-from .zk_driver import ZkDriver
 
 __all__ = ["SCENARIOS", "FaultPlan", "Scenario", "ScenarioError", "ScenarioSpec", "assignments", "parse_faults"]
 
@@ -138,13 +138,6 @@ async def _setup(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
                            spec.step_timeout, f"the controller to create {spec.partitions} partitions")
     await _quiet(cluster, spec, "creating the topics")
     step("topics created")
-
-
-def _zk(cluster: SimCluster) -> ZkDriver:
-    driver = cluster.driver
-    if not isinstance(driver, ZkDriver):
-        raise ScenarioError("this scenario needs --controller zk")
-    return driver
 
 
 async def _answer(call: Callable[[Callable[[Any], None]], None], timeout: float, what: str) -> Any:
@@ -295,13 +288,16 @@ UNCLEAN_TOPIC = "unclean-topic"
 async def unclean_election(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
     """A partition on brokers [1, 0]: 0 crashes (the ISR shrinks to [1]), then 1 crashes (offline,
     ISR [1]); 0 comes back, out of the ISR, so no clean leader exists; enabling
-    unclean.leader.election.enable on the topic elects 0."""
-    zk = _zk(cluster)
+    unclean.leader.election.enable on the topic elects 0 (kraft: at the next unclean check, every
+    1 s here)."""
+    driver = cluster.driver
+    if isinstance(driver, KraftDriver):
+        driver.unclean_interval = 1.0  # unclean.leader.election.check.interval.ms, 5 min by default
     if spec.brokers < 2:
         raise ScenarioError("unclean-election needs at least 2 brokers")
     await _setup(cluster, spec, step)
     tp = TopicPartition(UNCLEAN_TOPIC, 0)
-    zk.create_topics({UNCLEAN_TOPIC: [[1, 0]]})
+    driver.create_topics({UNCLEAN_TOPIC: [[1, 0]]})
     await cluster.wait_for(lambda: _leader(cluster, tp) == 1, spec.step_timeout, f"{tp}'s leader 1")
     await _quiet(cluster, spec, f"creating {UNCLEAN_TOPIC}")
     for broker in (0, 1):
@@ -315,7 +311,7 @@ async def unclean_election(cluster: SimCluster, spec: ScenarioSpec, step: Step) 
     await _quiet(cluster, spec, "broker 0's restart")
     if _leader(cluster, tp) != -1:
         raise ScenarioError(f"{tp} got leader {_leader(cluster, tp)} without unclean election")
-    zk.enable_unclean_election(UNCLEAN_TOPIC)
+    driver.enable_unclean_election(UNCLEAN_TOPIC)
     await cluster.wait_for(lambda: _leader(cluster, tp) == 0, spec.step_timeout, f"the unclean election of {tp}")
     await _quiet(cluster, spec, "the unclean election")
     step(f"{tp}: broker 0 elected uncleanly")
@@ -346,7 +342,6 @@ SCENARIOS: dict[str, Scenario] = {
                                zk_options={"leader_imbalance_check_interval_seconds": 1}),
     "partition-expansion": Scenario(partition_expansion, "the first topic's partition count doubles"),
     "unclean-election": Scenario(unclean_election, "a partition's whole ISR dies; its other replica returns and is "
-                                                   "elected once the topic enables unclean election (zk only: "
-                                                   "KRaft elects uncleanly only on its periodic "
-                                                   "maybeElectUncleanLeaders task, not simulated)", zk_only=True),
+                                                   "elected once the topic enables unclean election (kraft: at the "
+                                                   "next unclean check, every 1 s here)"),
 }

@@ -222,3 +222,32 @@ def test_a_clean_change_keeps_kafkas_invariants(p: PartitionRegistration, active
         assert new.leader_epoch == p.leader_epoch + 1
     if r is not None:
         assert new != p or r.leader != kd.NO_LEADER_CHANGE
+
+
+def test_unclean_election_only_in_topics_that_enable_it() -> None:
+    """RCM:1690-1717 and RCM:1940-1942: a leaderless partition whose ISR is a fenced broker gets
+    an out-of-ISR leader only when its topic enables unclean election; ISR [leader], RECOVERING."""
+    image = _cluster()
+    image = _apply(image, kd.create_topic(image, "t", uuid.UUID(int=9), [[1, 0]]))
+    image = _apply(image, kd.create_topic(image, "u", uuid.UUID(int=10), [[1, 0]]))
+    image = _apply(image, kd.broker_fenced(image, 0))
+    image = _apply(image, kd.broker_fenced(image, 1))
+    assert (_part(image).leader, _part(image).isr) == (-1, (1,)) and kd.leaderless(image)
+    unfenced = kd.broker_unfenced(image, 0)  # ONLINE election: 0 is not in the ISR
+    assert len(unfenced) == 1
+    image = _apply(image, unfenced)
+    assert _part(image).leader == -1 and kd.elect_unclean_leaders(image, frozenset()) == []
+    records = kd.elect_unclean_leaders(image, frozenset({"t"}))
+    assert len(records) == 1 and (records[0].leader, records[0].isr, records[0].leader_recovery_state) == (0, (0,), 1)
+    image = _apply(image, records)
+    assert (_part(image).leader, _part(image).isr) == (0, (0,)) and _part(image, "u").leader == -1
+    assert kd.elect_unclean_leaders(image, frozenset({"t"}), max_elections=0) == []
+
+
+def test_unfencing_elects_uncleanly_in_an_unclean_topic() -> None:
+    image = _cluster()
+    image = _apply(image, kd.create_topic(image, "t", uuid.UUID(int=9), [[1, 0]]))
+    image = _apply(image, kd.broker_fenced(image, 0))
+    image = _apply(image, kd.broker_fenced(image, 1))
+    image = _apply(image, kd.broker_unfenced(image, 0, frozenset({"t"})))
+    assert (_part(image).leader, _part(image).isr) == (0, (0,))

@@ -240,3 +240,29 @@ def test_a_crash_over_loopback_shrinks_the_isrs_and_the_restart_rejoins() -> Non
             assert c.converged() == {0: True, 1: True, 2: True} and c.unexpected_fences == []
 
     asyncio.run(run())
+
+
+def test_the_unclean_check_runs_after_its_interval_and_only_for_enabled_topics() -> None:
+    async def run() -> None:
+        ch = RecordingChannel()
+        d = KraftDriver(ch, unclean_leader_election_check_interval_ms=50)
+        for b in range(2):
+            event(d, EventKind.JOINED, b, 10 + b)
+            event(d, EventKind.UNFENCED, b, 10 + b, ControlState.UNFENCED)
+        d.create_topics({"t": [[1, 0]]})
+        event(d, EventKind.FENCED, 0, 10)
+        event(d, EventKind.FENCED, 1, 11)
+        event(d, EventKind.UNFENCED, 0, 10, ControlState.UNFENCED)
+        assert part(d.image, "t", 0).leader == -1
+        await asyncio.sleep(0.2)
+        assert part(d.image, "t", 0).leader == -1  # checked, but the topic does not allow it
+        d.enable_unclean_election("t")
+        assert part(d.image, "t", 0).leader == -1  # no immediate trigger at 3.9
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if part(d.image, "t", 0).leader == 0:
+                break
+        assert (part(d.image, "t", 0).leader, part(d.image, "t", 0).isr) == (0, (0,))
+        await d.stop()
+
+    asyncio.run(run())

@@ -42,9 +42,10 @@ def test_every_scenario_converges_in_zk_mode(scenario: str) -> None:
     _check_converged(r, scenario, "zk")
 
 
-def test_only_unclean_election_is_zk_only() -> None:
-    """KRaft has preferred election, the automatic balance and partition expansion (kraft_decisions.py)."""
-    assert [n for n, s in SCENARIOS.items() if s.zk_only] == ["unclean-election"]
+def test_no_scenario_is_zk_only() -> None:
+    """KRaft has preferred election, the automatic balance, partition expansion and unclean
+    election (kraft_decisions.py), so every scenario runs in kraft mode too."""
+    assert [n for n, s in SCENARIOS.items() if s.zk_only] == []
 
 
 @pytest.mark.parametrize("scenario", [n for n, s in SCENARIOS.items() if not s.zk_only])
@@ -92,8 +93,6 @@ def test_help_shows_every_default_and_scenario() -> None:
     (["--brokers", "3", "--replication-factor", "4"], "--replication-factor must be between 1 and --brokers (3), got 4"),
     (["--brokers", "3", "--replication-factor", "0"], "--replication-factor must be between 1 and --brokers (3), got 0"),
     (["--brokers", "3", "--heartbeat-interval-ms", "9000"], "--heartbeat-interval-ms (9000) must be below --session-timeout-ms"),
-    (["--brokers", "3", "--controller", "kraft", "--scenario", "unclean-election"],
-     "scenario unclean-election needs --controller zk"),
     (["--brokers", "3", "--timeout", "0"], "--timeout must be > 0"),
 ])
 def test_bad_input(args: list[str], message: str) -> None:
