@@ -28,7 +28,8 @@ BrokerRegistrationChangeRecord for fencing, no ELR, and ZooKeeper migration on):
   without ELR).
 - Topics (RCM:690-710, 1746-1830): a partition's ISR is its active replicas in assignment order,
   its leader the first of them, epochs 0; none active: INVALID_REPLICA_ASSIGNMENT with Kafka's
-  message. Deletion: RemoveTopicRecord (the propagator sends StopReplica and leader -2).
+  message; an assignment naming an unregistered broker, or one twice, is refused as
+  validateManualPartitionAssignment does (RCM:1842-1865). Deletion: RemoveTopicRecord (the propagator sends StopReplica and leader -2).
 - Reassignment (RCM:2100-2132, PRR): replicas = target + (current - target), adding = target -
   current, removing = current - target, through partition_change (it completes at once if the
   adding replicas are already in the ISR). The ISR grows only by AlterPartition
@@ -248,7 +249,23 @@ def register_broker(broker_id: int, epoch: int, incarnation_id: uuid.UUID,
     )
 
 
+def validate_assignment(image: MetadataImage, replicas: Sequence[int]) -> None:
+    """RCM:1842-1865 validateManualPartitionAssignment (the replication factor check aside)."""
+    if not replicas:
+        raise KraftError("INVALID_REPLICA_ASSIGNMENT", "The manual partition assignment includes an empty replica list.")
+    prev = None
+    for b in sorted(replicas):
+        if b not in image.brokers:
+            raise KraftError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes broker {b}, but "
+                             "no such broker is registered.")
+        if b == prev:
+            raise KraftError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes the broker {b} "
+                             "more than once.")
+        prev = b
+
+
 def _new_partition(image: MetadataImage, topic_id: uuid.UUID, pid: int, replicas: Sequence[int]) -> Record:
+    validate_assignment(image, replicas)
     ok = acceptable(image)
     isr = [r for r in replicas if ok(r)]
     if not isr:
@@ -295,8 +312,7 @@ def _find(image: MetadataImage, name: str, pid: int) -> tuple[uuid.UUID, Partiti
 def reassign(image: MetadataImage, name: str, pid: int, target: Sequence[int]) -> Record | None:
     """RCM:2100-2132 changePartitionReassignment with PRR's replica sets."""
     tid, p = _find(image, name, pid)
-    if not target or len(set(target)) != len(target):
-        raise KraftError("INVALID_REPLICA_ASSIGNMENT", f"invalid target replicas {list(target)} for {name}-{pid}")
+    validate_assignment(image, target)
     removing = [r for r in p.replicas if r not in target]
     adding = [r for r in target if r not in p.replicas]
     replicas = [*target, *removing]
