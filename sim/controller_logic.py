@@ -1,14 +1,16 @@
-"""SimController: a small controller that drives the batch engine over a channel (``--controller kraft``).
+"""SimController: a small controller that drives the batch engine over a channel (the standalone ``ctrlbatch-controller``).
 
 Rules:
-- It is the kraft mode's controller only (kraft_driver.py); zk mode runs Kafka's own
-  KafkaController (ctrlbatch.controller, zk_driver.py). Its decisions are simplified, not a KRaft
-  controller's (QuorumController/ReplicationControlManager) nor MigrationPropagator's: leaders are
-  "first live ISR replica, else first live replica" (unclean election always on); a crashed
-  broker stays in the ISR of the partitions it followed; reassignment takes the new replicas as
-  caught up at once; controlled shutdown moves leadership in one batch and never leaves a leader
-  in place; topic deletion ignores dead replicas; no preferred or automatic election, no partition
-  expansion, no ISR-change handling.
+- It is no longer the simulation's controller: ``ctrlbatch simulate`` and SimCluster run Kafka's
+  KafkaController in zk mode (zk_driver.py) and Kafka's KRaft controller in migration mode in
+  kraft mode (kraft_driver.py: KRaft's decisions, kraft_decisions.py, sent as
+  MigrationPropagator sends them). SimController remains behind controller_cli.py's standalone
+  endpoint, with simplified decisions, not Kafka's: leaders are "first live ISR replica, else
+  first live replica" (unclean election always on); a crashed broker stays in the ISR of the
+  partitions it followed; reassignment takes the new replicas as caught up at once; controlled
+  shutdown moves leadership in one batch and never leaves a leader in place; topic deletion
+  ignores dead replicas; no preferred or automatic election, no partition expansion, no
+  ISR-change handling.
 - It owns a ControllerContext and one ControllerBrokerRequestBatch whose transport is a channel
   (anything with ``send``, ``add_broker`` and ``remove_broker``: ctrlbatch.transport's channel).
 - Broker membership follows kafka-broker-registration.md §5: a new broker id is added to the
@@ -48,6 +50,7 @@ from ctrlbatch.context import (
     TopicPartition,
 )
 
+from .image_context import LiveContext
 from .metadata_cache import CachedBroker, CacheView, PartitionView
 
 __all__ = ["Channel", "SimController", "expected_view"]
@@ -63,9 +66,10 @@ class Channel(Protocol):
     def remove_broker(self, broker_id: int) -> None: ...
 
 
-def expected_view(ctx: ControllerContext) -> CacheView:
+def expected_view(ctx: ControllerContext | LiveContext) -> CacheView:
     """What UpdateMetadata has told every live broker, if all of it arrived: the live-or-shutting-
-    down brokers, every partition with a leader whose topic is not queued for deletion, their ids."""
+    down brokers, every partition with a leader whose topic is not queued for deletion, their ids.
+    A LiveContext (kraft mode) reads the KRaft image as MigrationPropagator's context does."""
     brokers = {
         b.id: CachedBroker(b.id, tuple((e.listener_name, e.host, e.port, int(e.security_protocol)) for e in b.endpoints), b.rack)
         for b in ctx.live_or_shutting_down_brokers

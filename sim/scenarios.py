@@ -9,7 +9,8 @@ Rules:
   steps, each followed by a wait for quiet. ``step(name)`` reports progress; a step that cannot
   finish raises TimeoutError or ScenarioError naming what it waited for.
 - The steps are an operator's or a broker's (the store, the admin API, a crash), never the
-  controller's own decisions; the zk-only ones need Kafka's KafkaController (zk_driver.py).
+  controller's own decisions. Every scenario runs on both controllers (zk_driver.py,
+  kraft_driver.py); ``zk_only`` remains for a scenario only Kafka's ZooKeeper-mode controller has.
 - Fault specs (``parse_faults``), comma-separated: ``close:B@N`` closes broker B's connection on its
   N-th request (unanswered); ``hangup:B@N`` answers it, then closes; ``error:B=CODE@N`` answers its N-th request with error CODE; ``delay:B=SECONDS``
   delays every reply; ``refuse:B=SECONDS`` refuses connections for that long when the scenario
@@ -29,7 +30,7 @@ from ctrlbatch.context import TopicPartition
 
 from .broker_server import BrokerFaults
 from .cluster import SimCluster
-from .zk_driver import ZkDriver
+from .kraft_driver import KraftDriver
 
 __all__ = ["SCENARIOS", "FaultPlan", "Scenario", "ScenarioError", "ScenarioSpec", "assignments", "parse_faults"]
 
@@ -139,13 +140,6 @@ async def _setup(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
     step("topics created")
 
 
-def _zk(cluster: SimCluster) -> ZkDriver:
-    driver = cluster.driver
-    if not isinstance(driver, ZkDriver):
-        raise ScenarioError("this scenario needs --controller zk")
-    return driver
-
-
 async def _answer(call: Callable[[Callable[[Any], None]], None], timeout: float, what: str) -> Any:
     """Call an admin API of the controller and wait for its callback."""
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -157,9 +151,8 @@ async def _answer(call: Callable[[Callable[[Any], None]], None], timeout: float,
 
 
 async def _catch_up(cluster: SimCluster, spec: ScenarioSpec, what: str) -> None:
-    """zk: leaders add their caught-up followers to the ISR (ZkDriver.catch_up), until none is left."""
-    if not isinstance(cluster.driver, ZkDriver):
-        return
+    """Leaders add their caught-up followers to the ISR (ZkDriver.catch_up, KraftDriver.catch_up:
+    AlterPartition), until none is left."""
     for _ in range(10):
         if cluster.driver.catch_up(cluster.brokers) == 0:
             return
@@ -246,11 +239,11 @@ async def reassignment(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> N
 async def preferred_election(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
     """Broker 0 bounces (its leaderships move away) and comes back; ElectLeaders(PREFERRED) for
     the partitions it is the preferred replica of moves them back."""
-    zk = _zk(cluster)
+    driver = cluster.driver
     await _setup(cluster, spec, step)
     await _bounce(cluster, spec, step, 0)
     wanted = _preferred_on(cluster, 0)
-    result = await _answer(lambda cb: zk.elect_leaders(wanted, False, cb), spec.step_timeout, "the preferred election")
+    result = await _answer(lambda cb: driver.elect_leaders(wanted, False, cb), spec.step_timeout, "the preferred election")
     await _quiet(cluster, spec, "the preferred election")
     astray = [tp for tp in wanted if _leader(cluster, tp) != 0]
     if astray:
@@ -261,8 +254,11 @@ async def preferred_election(cluster: SimCluster, spec: ScenarioSpec, step: Step
 
 async def auto_rebalance(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
     """Broker 0 bounces; the controller's automatic imbalance check (every
-    leader.imbalance.check.interval.seconds, 1 s here) moves its preferred partitions back."""
-    _zk(cluster)
+    leader.imbalance.check.interval.seconds, 1 s here) moves its preferred partitions back (kraft:
+    QuorumController's periodic maybeBalancePartitionLeaders, started here with that interval)."""
+    if isinstance(cluster.driver, KraftDriver):
+        cluster.driver.imbalance_interval = 1
+        cluster.driver.start()
     await _setup(cluster, spec, step)
     await _bounce(cluster, spec, step, 0)
     wanted = _preferred_on(cluster, 0)
@@ -274,12 +270,12 @@ async def auto_rebalance(cluster: SimCluster, spec: ScenarioSpec, step: Step) ->
 
 async def partition_expansion(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
     """The first topic's partition count doubles (its znode gains the new partitions)."""
-    zk = _zk(cluster)
+    driver = cluster.driver
     await _setup(cluster, spec, step)
     first = _first_topic(cluster)
     ctx = cluster.driver.ctx
     n = len(ctx.partitions_for_topic(first))
-    zk.add_partitions(first, {p: [(p + k) % spec.brokers for k in range(spec.rf)] for p in range(n, 2 * n)})
+    driver.add_partitions(first, {p: [(p + k) % spec.brokers for k in range(spec.rf)] for p in range(n, 2 * n)})
     await cluster.wait_for(lambda: all(_leader(cluster, TopicPartition(first, p)) >= 0 for p in range(2 * n)),
                            spec.step_timeout, f"{first}'s new partitions to get leaders")
     await _quiet(cluster, spec, "the partition expansion")
@@ -292,13 +288,16 @@ UNCLEAN_TOPIC = "unclean-topic"
 async def unclean_election(cluster: SimCluster, spec: ScenarioSpec, step: Step) -> None:
     """A partition on brokers [1, 0]: 0 crashes (the ISR shrinks to [1]), then 1 crashes (offline,
     ISR [1]); 0 comes back, out of the ISR, so no clean leader exists; enabling
-    unclean.leader.election.enable on the topic elects 0."""
-    zk = _zk(cluster)
+    unclean.leader.election.enable on the topic elects 0 (kraft: at the next unclean check, every
+    1 s here)."""
+    driver = cluster.driver
+    if isinstance(driver, KraftDriver):
+        driver.unclean_interval = 1.0  # unclean.leader.election.check.interval.ms, 5 min by default
     if spec.brokers < 2:
         raise ScenarioError("unclean-election needs at least 2 brokers")
     await _setup(cluster, spec, step)
     tp = TopicPartition(UNCLEAN_TOPIC, 0)
-    zk.create_topics({UNCLEAN_TOPIC: [[1, 0]]})
+    driver.create_topics({UNCLEAN_TOPIC: [[1, 0]]})
     await cluster.wait_for(lambda: _leader(cluster, tp) == 1, spec.step_timeout, f"{tp}'s leader 1")
     await _quiet(cluster, spec, f"creating {UNCLEAN_TOPIC}")
     for broker in (0, 1):
@@ -312,7 +311,7 @@ async def unclean_election(cluster: SimCluster, spec: ScenarioSpec, step: Step) 
     await _quiet(cluster, spec, "broker 0's restart")
     if _leader(cluster, tp) != -1:
         raise ScenarioError(f"{tp} got leader {_leader(cluster, tp)} without unclean election")
-    zk.enable_unclean_election(UNCLEAN_TOPIC)
+    driver.enable_unclean_election(UNCLEAN_TOPIC)
     await cluster.wait_for(lambda: _leader(cluster, tp) == 0, spec.step_timeout, f"the unclean election of {tp}")
     await _quiet(cluster, spec, "the unclean election")
     step(f"{tp}: broker 0 elected uncleanly")
@@ -337,11 +336,12 @@ SCENARIOS: dict[str, Scenario] = {
     "reassignment": Scenario(reassignment, "every partition of the first topic moves one broker on (zk: KIP-455, "
                                            "complete once the new replicas joined the ISR)"),
     "preferred-election": Scenario(preferred_election, "broker 0 bounces, then ElectLeaders(PREFERRED) moves its "
-                                                       "preferred partitions back", zk_only=True),
+                                                       "preferred partitions back"),
     "auto-rebalance": Scenario(auto_rebalance, "broker 0 bounces, then the automatic imbalance check (every 1 s here) "
-                                               "moves its preferred partitions back", zk_only=True,
+                                               "moves its preferred partitions back",
                                zk_options={"leader_imbalance_check_interval_seconds": 1}),
-    "partition-expansion": Scenario(partition_expansion, "the first topic's partition count doubles", zk_only=True),
+    "partition-expansion": Scenario(partition_expansion, "the first topic's partition count doubles"),
     "unclean-election": Scenario(unclean_election, "a partition's whole ISR dies; its other replica returns and is "
-                                                   "elected once the topic enables unclean election", zk_only=True),
+                                                   "elected once the topic enables unclean election (kraft: at the "
+                                                   "next unclean check, every 1 s here)"),
 }

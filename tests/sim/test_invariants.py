@@ -43,6 +43,8 @@ from ctrlbatch.sim.broker_server import BrokerFaults, SimulatedBroker
 from ctrlbatch.sim.broker_state import BrokerState
 from ctrlbatch.sim.cluster import ClusterConfig, SimCluster
 from ctrlbatch.sim.invariants import check_all, leaked_tasks
+from ctrlbatch.sim.kraft_decisions import KraftError
+from ctrlbatch.sim.kraft_driver import KraftDriver
 from ctrlbatch.transport import AsyncControllerChannel
 
 
@@ -86,6 +88,15 @@ def _problems(c: SimCluster) -> list[str]:
     return [p for p in check_all(c) if not any(p.startswith(f"broker {b}: metadata cache") for b in skip)]
 
 
+async def _catch_up(c: SimCluster) -> None:
+    """kraft: the new replicas join the ISR by AlterPartition, which completes the reassignment."""
+    assert isinstance(c.driver, KraftDriver)
+    for _ in range(10):
+        assert await c.quiesce(20)
+        if c.driver.catch_up(c.brokers) == 0:
+            return
+
+
 async def _step(c: SimCluster, step: str, rnd: Any, down: set[int], created: list[int]) -> None:
     ctl = c.controller
     live = c.live_broker_ids()
@@ -109,10 +120,19 @@ async def _step(c: SimCluster, step: str, rnd: Any, down: set[int], created: lis
         ctl.delete_topics([rnd.choice(topics)])
     elif step == "reassign" and topics:
         tp = rnd.choice(sorted(ctl.ctx.partitions_for_topic(rnd.choice(topics))))
-        ctl.reassign(tp, rnd.sample(range(c.config.brokers), rnd.randint(1, min(3, c.config.brokers))))
+        target = rnd.sample(range(c.config.brokers), rnd.randint(1, min(3, c.config.brokers)))
+        if isinstance(ctl, KraftDriver):
+            ctl.reassign({tp: target}, lambda _result: None)
+            await _catch_up(c)
+        else:
+            ctl.reassign(tp, target)
     elif step == "create":
         created.append(len(created))
-        ctl.create_topics({f"new{len(created)}": [rnd.sample(range(c.config.brokers), 1)]})
+        replicas = rnd.sample(range(c.config.brokers), 1)
+        try:
+            ctl.create_topics({f"new{len(created)}": [replicas]})
+        except KraftError as e:  # KRaft refuses a topic whose every replica is fenced (RCM:700-704)
+            assert replicas[0] not in live and "are fenced or in controlled shutdown" in str(e)
     assert await c.quiesce(20), f"not quiet after {step}"
 
 

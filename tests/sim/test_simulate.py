@@ -42,24 +42,32 @@ def test_every_scenario_converges_in_zk_mode(scenario: str) -> None:
     _check_converged(r, scenario, "zk")
 
 
+def test_no_scenario_is_zk_only() -> None:
+    """KRaft has preferred election, the automatic balance, partition expansion and unclean
+    election (kraft_decisions.py), so every scenario runs in kraft mode too."""
+    assert [n for n, s in SCENARIOS.items() if s.zk_only] == []
+
+
 @pytest.mark.parametrize("scenario", [n for n, s in SCENARIOS.items() if not s.zk_only])
 def test_kraft_scenarios_converge(scenario: str) -> None:
     r = simulate("--controller", "kraft", "--brokers", "4", "--partitions", "60", "--scenario", scenario, *FAST)
     _check_converged(r, scenario, "kraft")
 
 
-def test_faults_are_survived() -> None:
-    r = simulate("--brokers", "3", "--partitions", "30", "--scenario", "failover", "--faults", "close:1@2,delay:2=0.02,refuse:0=0.3",
-                 *FAST)
+@pytest.mark.parametrize("controller", ["zk", "kraft"])
+def test_faults_are_survived(controller: str) -> None:
+    r = simulate("--controller", controller, "--brokers", "3", "--partitions", "30", "--scenario", "failover",
+                 "--faults", "close:1@2,delay:2=0.02,refuse:0=0.3", *FAST)
     assert r.returncode == 0, r.stderr
     rows = {int(line.split()[0]): line.split() for line in r.stdout.splitlines()[2:5]}
     assert int(rows[1][-2]) >= 2 and int(rows[0][-2]) >= 2  # reconnected after the close and the refusal
     assert r.stdout.splitlines()[-1] == "converged: 3/3 live brokers (all)"
 
 
-def test_topics_and_replication_factor_name_kafkas_setups() -> None:
-    r = simulate("--brokers", "4", "--topics", "40", "--partitions", "40", "--replication-factor", "2",
-                 "--scenario", "controlled-shutdown", *FAST)
+@pytest.mark.parametrize("controller", ["zk", "kraft"])
+def test_topics_and_replication_factor_name_kafkas_setups(controller: str) -> None:
+    r = simulate("--controller", controller, "--brokers", "4", "--topics", "40", "--partitions", "40",
+                 "--replication-factor", "2", "--scenario", "controlled-shutdown", *FAST)
     assert r.returncode == 0, r.stderr
     assert "4 brokers, 40 partitions in 40 topics, replication factor 2" in r.stdout.splitlines()[0]
     assert r.stdout.splitlines()[-1] == "converged: 3/3 live brokers (all)"
@@ -85,8 +93,6 @@ def test_help_shows_every_default_and_scenario() -> None:
     (["--brokers", "3", "--replication-factor", "4"], "--replication-factor must be between 1 and --brokers (3), got 4"),
     (["--brokers", "3", "--replication-factor", "0"], "--replication-factor must be between 1 and --brokers (3), got 0"),
     (["--brokers", "3", "--heartbeat-interval-ms", "9000"], "--heartbeat-interval-ms (9000) must be below --session-timeout-ms"),
-    (["--brokers", "3", "--controller", "kraft", "--scenario", "unclean-election"],
-     "scenario unclean-election needs --controller zk"),
     (["--brokers", "3", "--timeout", "0"], "--timeout must be > 0"),
 ])
 def test_bad_input(args: list[str], message: str) -> None:
