@@ -8,9 +8,11 @@ Rules:
   on handler threads. So no controller step or broker's work holds a heartbeat back.
 - ``controller="zk"``: Kafka's ZooKeeper-mode KafkaController (zk_driver.py), membership from
   the in-memory store's broker registrations, which expire when the endpoint fences a broker.
-  ``controller="kraft"``: today's KRaft controller in migration mode (kraft_driver.py:
-  SimController behind the endpoint's membership events; a controller that renounces after an
-  UNKNOWN_SERVER_ERROR starts a new term with SimController.failover()).
+  ``controller="kraft"``: Kafka 3.9's KRaft controller in migration mode (kraft_driver.py): every
+  event becomes the records a KRaft controller writes (kraft_decisions.py), applied as one delta
+  to a KRaft image and handed to the replay's MigrationPropagator port, whose requests the brokers
+  receive; a controller that renounces after an UNKNOWN_SERVER_ERROR starts a new term, which
+  syncs every broker from the image.
 - Memory: the brokers share one MemoryPool (``broker_memory_bytes``), as processes on one machine
   share its memory; a frame that does not fit waits in its socket (memory_pool.py).
 - Fencing is accounted: a broker fenced that no scenario step crashed or shut down is listed in
@@ -180,7 +182,7 @@ class SimCluster:
 
     @property
     def controller(self) -> Any:
-        """The controller object: SimController (kraft) or the active KafkaController (zk)."""
+        """The controller object: the KraftDriver itself (kraft) or the active KafkaController (zk)."""
         return self.driver.controller if isinstance(self.driver, KraftDriver) else self.driver.kc
 
     async def __aenter__(self) -> SimCluster:

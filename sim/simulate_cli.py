@@ -44,8 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = HelpFormatter
     parser.add_argument("--controller", choices=CONTROLLERS, default="zk",
                         help="zk: Kafka's ZooKeeper-mode KafkaController (ctrlbatch.controller) over an in-memory "
-                             "ZooKeeper; kraft: the KRaft controller in migration mode (simplified decisions, see the "
-                             "README)")
+                             "ZooKeeper; kraft: Kafka 3.9's KRaft controller in migration mode (KRaft's decisions as "
+                             "metadata records, MigrationPropagator's requests; see the README)")
     parser.add_argument("--scenario", choices=list(SCENARIOS), default="failover", help="what happens (see below)")
     parser.add_argument("--brokers", type=int, default=5, help=f"simulated brokers (at most {MAX_BROKERS})")
     parser.add_argument("--partitions", type=int, default=200, help="partitions in total, over all topics")
