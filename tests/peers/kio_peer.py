@@ -469,7 +469,7 @@ def _sample(cls: type, seed: list, variant: str) -> dict:
 def _self_check() -> None:
     import pathlib
 
-    expected = {4: range(0, 8), 5: range(0, 5), 6: range(0, 9), 62: range(0, 5), 63: range(0, 2)}
+    expected = {4: range(0, 8), 5: range(0, 5), 6: range(0, 9), 18: range(0, 5), 62: range(0, 5), 63: range(0, 2)}
     assert KIO_VERSIONS == expected, KIO_VERSIONS
     n = 0
     for key, versions in KIO_VERSIONS.items():
