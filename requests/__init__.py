@@ -19,6 +19,8 @@ from .framing import (
     request_head,
 )
 from .messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
@@ -32,6 +34,7 @@ from .messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from .messages.api_versions_response import ApiVersion, FinalizedFeatureKey, SupportedFeatureKey
 from .messages.broker_registration_request import Feature, Listener
 from .messages.leader_and_isr_request import (
     LeaderAndIsrLiveLeader,
@@ -60,6 +63,7 @@ __all__ = [
     "DecodeError", "EncodeError", "NotBytesError", "UnsupportedVersionError",
     "DecodedRequest", "FrameReader", "decode_request", "decode_response", "encode_request",
     "encode_request_parts", "encode_response", "request_frame_size", "request_head",
+    "ApiVersionsRequest", "ApiVersionsResponse", "ApiVersion", "FinalizedFeatureKey", "SupportedFeatureKey",
     "BrokerHeartbeatRequest", "BrokerHeartbeatResponse", "BrokerRegistrationRequest",
     "BrokerRegistrationResponse", "LeaderAndIsrRequest", "LeaderAndIsrResponse", "RequestHeader",
     "ResponseHeader", "StopReplicaRequest", "StopReplicaResponse", "UpdateMetadataRequest",

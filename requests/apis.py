@@ -2,8 +2,9 @@
 
 Rules: a table, not logic. Header versions follow ApiMessageTypeGenerator: a flexible API
 version uses request header v2 and response header v1, otherwise v1 and v0; the two
-exceptions (ControlledShutdown v0 requests, ApiVersions responses) are kept as data for the
-day those APIs join the table.
+exceptions are kept as data: ControlledShutdown v0 requests (for the day it joins the table)
+and ApiVersions responses, always header v0 (ApiKeys.java:241-245 in Kafka 3.9: a client must
+read the header before it knows which version it got).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import attrs
 
 from .errors import UnsupportedVersionError
 from .messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
@@ -49,8 +52,11 @@ STOP_REPLICA = Api(5, "StopReplica", StopReplicaRequest, StopReplicaResponse)
 UPDATE_METADATA = Api(6, "UpdateMetadata", UpdateMetadataRequest, UpdateMetadataResponse)
 BROKER_REGISTRATION = Api(62, "BrokerRegistration", BrokerRegistrationRequest, BrokerRegistrationResponse)
 BROKER_HEARTBEAT = Api(63, "BrokerHeartbeat", BrokerHeartbeatRequest, BrokerHeartbeatResponse)
+API_VERSIONS = Api(18, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse)
 
-APIS: dict[int, Api] = {a.key: a for a in (LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, BROKER_REGISTRATION, BROKER_HEARTBEAT)}
+APIS: dict[int, Api] = {
+    a.key: a for a in (LEADER_AND_ISR, STOP_REPLICA, API_VERSIONS, UPDATE_METADATA, BROKER_REGISTRATION, BROKER_HEARTBEAT)
+}
 
 # (api key, api version) pairs whose header version breaks the flexible rule.
 _REQUEST_HEADER_V0 = frozenset({(7, 0)})  # ControlledShutdown v0

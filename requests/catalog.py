@@ -3,7 +3,8 @@ nullable/tagged/ignorable flags and defaults, one declaration per message.
 
 Generated from Kafka's JSON specs by `python -m ctrlbatch.requests.specgen`; the JSON files
 are the truth and tests/requests/test_catalog.py compares this module with them field by
-field. BEYOND_JSON lists what is here and not in those files (KIP-1066, SOURCE.txt).
+field. BEYOND_JSON lists what is here and not in those files (KIP-1066, SOURCE.txt);
+NOT_IN_SHARED names the messages those files lack (specgen.PAST_SHARED, Kafka 3.9).
 """
 
 # ruff: noqa: E501
@@ -559,6 +560,109 @@ BROKER_HEARTBEAT_RESPONSE = message(
 )
 
 
+API_VERSIONS_REQUEST = message(
+    "ApiVersionsRequest",
+    "request",
+    18,
+    "0-4",
+    "3+",
+    field("ClientSoftwareName", "string", "3+", ignorable=True, about="The name of the client."),
+    field("ClientSoftwareVersion", "string", "3+", ignorable=True, about="The version of the client."),
+)
+
+
+API_VERSIONS_RESPONSE = message(
+    "ApiVersionsResponse",
+    "response",
+    18,
+    "0-4",
+    "3+",
+    field("ErrorCode", "int16", "0+", about="The top-level error code."),
+    field(
+        "ApiKeys",
+        "[]ApiVersion",
+        "0+",
+        about="The APIs supported by the broker.",
+        struct=struct(
+            "ApiVersion",
+            "0+",
+            field("ApiKey", "int16", "0+", about="The API index."),
+            field("MinVersion", "int16", "0+", about="The minimum supported version, inclusive."),
+            field("MaxVersion", "int16", "0+", about="The maximum supported version, inclusive."),
+        ),
+    ),
+    field(
+        "ThrottleTimeMs",
+        "int32",
+        "1+",
+        ignorable=True,
+        about="The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.",
+    ),
+    field(
+        "SupportedFeatures",
+        "[]SupportedFeatureKey",
+        "3+",
+        tagged="3+",
+        tag=0,
+        ignorable=True,
+        about="Features supported by the broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted.",
+        struct=struct(
+            "SupportedFeatureKey",
+            "3+",
+            field("Name", "string", "3+", about="The name of the feature."),
+            field("MinVersion", "int16", "3+", about="The minimum supported version for the feature."),
+            field("MaxVersion", "int16", "3+", about="The maximum supported version for the feature."),
+        ),
+    ),
+    field(
+        "FinalizedFeaturesEpoch",
+        "int64",
+        "3+",
+        tagged="3+",
+        tag=1,
+        default="-1",
+        ignorable=True,
+        about="The monotonically increasing epoch for the finalized features information. Valid values are >= 0. A value of -1 is special and represents unknown epoch.",
+    ),
+    field(
+        "FinalizedFeatures",
+        "[]FinalizedFeatureKey",
+        "3+",
+        tagged="3+",
+        tag=2,
+        ignorable=True,
+        about="List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0.",
+        struct=struct(
+            "FinalizedFeatureKey",
+            "3+",
+            field("Name", "string", "3+", about="The name of the feature."),
+            field(
+                "MaxVersionLevel",
+                "int16",
+                "3+",
+                about="The cluster-wide finalized max version level for the feature.",
+            ),
+            field(
+                "MinVersionLevel",
+                "int16",
+                "3+",
+                about="The cluster-wide finalized min version level for the feature.",
+            ),
+        ),
+    ),
+    field(
+        "ZkMigrationReady",
+        "bool",
+        "3+",
+        tagged="3+",
+        tag=3,
+        default="false",
+        ignorable=True,
+        about="Set by a KRaft controller if the required configurations for ZK migration are present",
+    ),
+)
+
+
 MESSAGES = (
     REQUEST_HEADER,
     RESPONSE_HEADER,
@@ -572,6 +676,8 @@ MESSAGES = (
     BROKER_REGISTRATION_RESPONSE,
     BROKER_HEARTBEAT_REQUEST,
     BROKER_HEARTBEAT_RESPONSE,
+    API_VERSIONS_REQUEST,
+    API_VERSIONS_RESPONSE,
 )
 
 
@@ -581,3 +687,6 @@ BEYOND_JSON = {
     "BrokerHeartbeatRequest": ("0-2", ("CordonedLogDirs",)),
     "BrokerHeartbeatResponse": ("0-2", ()),
 }
+
+
+NOT_IN_SHARED = ("ApiVersionsRequest", "ApiVersionsResponse")

@@ -65,6 +65,7 @@ class DecoderGen:
         s = self.src
         with s.block("def decode(buf, pos):"):
             s("end = len(buf)")
+            s.set_note(FieldNote(self.spec.name))  # what a fieldless version (ApiVersions v0-2) builds
             res = self.struct_body(self.spec.struct, self.spec.name, self.spec.name)
             s(f"return {res}, pos")
         return s

@@ -6,6 +6,10 @@ Usage: python -m ctrlbatch.requests.specgen [../shared/kafka/message] > requests
 Rules: the JSON files are the truth; what the catalog holds beyond them (newer versions seen
 only upstream, see ../shared/kafka/message/SOURCE.txt) is listed in EXTENSIONS, applied here
 and recorded in the catalog's BEYOND_JSON so the comparison test can take it back out.
+Messages that ../shared/kafka/message does not hold at all (ApiVersions, which both simulated
+servers answer) are declared here in PAST_SHARED, field for field as Kafka 3.9's JSON says
+(cited per message), rendered into the catalog like the others and listed in its
+NOT_IN_SHARED; they are checked against kio 0.5.0 (tests/requests/test_kio_crosscheck.py).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import sys
 import attrs
 
 from .json_spec import SpecError, load_json_spec, strip_comments
-from .spec import FieldSpec, MessageSpec, StructSpec, iter_structs, snake_case
+from .spec import FieldSpec, MessageSpec, StructSpec, field, iter_structs, message, snake_case, struct
 from .versions import Versions
 
 SHIPPED = (
@@ -61,6 +65,62 @@ EXTENSIONS: dict[str, tuple[str, tuple[FieldSpec, ...]]] = {
     ),
     "BrokerHeartbeatResponse": ("0-2", ()),
 }
+
+
+# Messages beyond ../shared/kafka/message, as Kafka 3.9 declares them (field names, types,
+# versions, tags, defaults, ignorable flags and about texts as in the JSON; mapKey has no
+# effect on the wire and the catalog does not record it).
+_API_VERSIONS_REQUEST = message(  # clients/src/main/resources/common/message/ApiVersionsRequest.json:16-34 (3.9)
+    "ApiVersionsRequest", "request", 18, "0-4", "3+",
+    field("ClientSoftwareName", "string", "3+", ignorable=True, about="The name of the client."),
+    field("ClientSoftwareVersion", "string", "3+", ignorable=True, about="The version of the client."),
+)
+_API_VERSIONS_RESPONSE = message(  # clients/src/main/resources/common/message/ApiVersionsResponse.json:16-79 (3.9)
+    "ApiVersionsResponse", "response", 18, "0-4", "3+",
+    field("ErrorCode", "int16", "0+", about="The top-level error code."),
+    field(
+        "ApiKeys", "[]ApiVersion", "0+", about="The APIs supported by the broker.",
+        struct=struct(
+            "ApiVersion", "0+",
+            field("ApiKey", "int16", "0+", about="The API index."),
+            field("MinVersion", "int16", "0+", about="The minimum supported version, inclusive."),
+            field("MaxVersion", "int16", "0+", about="The maximum supported version, inclusive."),
+        ),
+    ),
+    field(
+        "ThrottleTimeMs", "int32", "1+", ignorable=True,
+        about="The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.",
+    ),
+    field(
+        "SupportedFeatures", "[]SupportedFeatureKey", "3+", tagged="3+", tag=0, ignorable=True,
+        about="Features supported by the broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted.",
+        struct=struct(
+            "SupportedFeatureKey", "3+",
+            field("Name", "string", "3+", about="The name of the feature."),
+            field("MinVersion", "int16", "3+", about="The minimum supported version for the feature."),
+            field("MaxVersion", "int16", "3+", about="The maximum supported version for the feature."),
+        ),
+    ),
+    field(
+        "FinalizedFeaturesEpoch", "int64", "3+", tagged="3+", tag=1, default="-1", ignorable=True,
+        about="The monotonically increasing epoch for the finalized features information. Valid values are >= 0. A value of -1 is special and represents unknown epoch.",
+    ),
+    field(
+        "FinalizedFeatures", "[]FinalizedFeatureKey", "3+", tagged="3+", tag=2, ignorable=True,
+        about="List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0.",
+        struct=struct(
+            "FinalizedFeatureKey", "3+",
+            field("Name", "string", "3+", about="The name of the feature."),
+            field("MaxVersionLevel", "int16", "3+", about="The cluster-wide finalized max version level for the feature."),
+            field("MinVersionLevel", "int16", "3+", about="The cluster-wide finalized min version level for the feature."),
+        ),
+    ),
+    field(
+        "ZkMigrationReady", "bool", "3+", tagged="3+", tag=3, default="false", ignorable=True,
+        about="Set by a KRaft controller if the required configurations for ZK migration are present",
+    ),
+)
+PAST_SHARED: dict[str, MessageSpec] = {m.name: m for m in (_API_VERSIONS_REQUEST, _API_VERSIONS_RESPONSE)}
 
 
 def extend(spec: MessageSpec) -> MessageSpec:
@@ -138,7 +198,8 @@ def render(folder: str) -> str:
         "nullable/tagged/ignorable flags and defaults, one declaration per message.\n\n"
         "Generated from Kafka's JSON specs by `python -m ctrlbatch.requests.specgen`; the JSON files\n"
         "are the truth and tests/requests/test_catalog.py compares this module with them field by\n"
-        "field. BEYOND_JSON lists what is here and not in those files (KIP-1066, SOURCE.txt).\n"
+        "field. BEYOND_JSON lists what is here and not in those files (KIP-1066, SOURCE.txt);\n"
+        "NOT_IN_SHARED names the messages those files lack (specgen.PAST_SHARED, Kafka 3.9).\n"
         '"""\n\n'
         "# ruff: noqa: E501\n"
         "from .spec import field, message, struct\n"
@@ -152,9 +213,14 @@ def render(folder: str) -> str:
         r.commons = {}
         r.message(spec, commons)
         names.append(const_name(name))
+    for spec in PAST_SHARED.values():
+        r.commons = {}
+        r.message(spec, [])
+        names.append(const_name(spec.name))
     r.out.append("MESSAGES = (\n" + "".join(f"    {n},\n" for n in names) + ")\n")
     ext = {k: (v[0], tuple(f.name for f in v[1])) for k, v in EXTENSIONS.items()}
     r.out.append(f"BEYOND_JSON = {ext!r}\n")
+    r.out.append(f"NOT_IN_SHARED = {tuple(PAST_SHARED)!r}\n")
     return "\n\n".join(r.out)
 
 

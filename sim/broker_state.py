@@ -223,13 +223,13 @@ class BrokerState:
 
     # ------------------------------------------------------------------ dispatch
 
-    @staticmethod
-    def prepare(api_key: int, version: int, request: Message) -> Prepared:
+    def prepare(self, api_key: int, version: int, request: Message) -> Prepared:
         """The part of handling that depends on the request alone (an UpdateMetadata's live brokers,
         which replace the cached ones): it runs without the state lock, so that a big request holds
-        the lock only while it changes the state."""
+        the lock only while it changes the state. The cached brokers it is equal to are reused
+        (metadata_cache.alive_brokers), so a repeated big UpdateMetadata does not build a second copy."""
         if api_key == UPDATE_METADATA and isinstance(request, UpdateMetadataRequest):
-            return alive_brokers(request, version)
+            return alive_brokers(request, version, self.cache.alive_brokers)
         return None
 
     def handle(self, api_key: int, version: int, request: Message, prepared: Prepared = None) -> Message:

@@ -1,5 +1,7 @@
 """The generated message classes, one module per message (see gen_classes.py)."""
 
+from .api_versions_request import ApiVersionsRequest
+from .api_versions_response import ApiVersionsResponse
 from .broker_heartbeat_request import BrokerHeartbeatRequest
 from .broker_heartbeat_response import BrokerHeartbeatResponse
 from .broker_registration_request import BrokerRegistrationRequest
@@ -14,6 +16,8 @@ from .update_metadata_request import UpdateMetadataRequest
 from .update_metadata_response import UpdateMetadataResponse
 
 __all__ = [
+    "ApiVersionsRequest",
+    "ApiVersionsResponse",
     "BrokerHeartbeatRequest",
     "BrokerHeartbeatResponse",
     "BrokerRegistrationRequest",

@@ -11,7 +11,7 @@
 # int16 error codes and ThrottleTimeMs are plain ints.
 #
 # API
-#   KIO_VERSIONS: dict[int, range]        the versions kio 0.5.0 has for api keys 4, 5, 6, 62, 63
+#   KIO_VERSIONS: dict[int, range]        the versions kio 0.5.0 has for api keys 4, 5, 6, 18, 62, 63
 #   kio_request_class(api_key, version)   kio's payload class (KioUnsupported if kio lacks that version)
 #   kio_response_class(api_key, version)
 #   to_kio(cls, d, strict=True)           dict form -> kio instance, recursively. strict: d must hold exactly
@@ -121,7 +121,7 @@ __all__ = [
     "to_kio",
 ]
 
-API_KEYS = (4, 5, 6, 62, 63)
+API_KEYS = (4, 5, 6, 18, 62, 63)
 _ZERO_UUID = uuid.UUID(int=0)
 _MS = datetime.timedelta(milliseconds=1)
 
@@ -141,7 +141,7 @@ def _kio_versions() -> dict[int, range]:
 
 
 KIO_VERSIONS: dict[int, range] = _kio_versions()
-# == {4: range(0, 8), 5: range(0, 5), 6: range(0, 9), 62: range(0, 5), 63: range(0, 2)}
+# == {4: range(0, 8), 5: range(0, 5), 6: range(0, 9), 18: range(0, 5), 62: range(0, 5), 63: range(0, 2)}
 
 
 def _load(api_key: int, version: int, loader: typing.Callable[[int, int], type]) -> type:
@@ -469,7 +469,7 @@ def _sample(cls: type, seed: list, variant: str) -> dict:
 def _self_check() -> None:
     import pathlib
 
-    expected = {4: range(0, 8), 5: range(0, 5), 6: range(0, 9), 62: range(0, 5), 63: range(0, 2)}
+    expected = {4: range(0, 8), 5: range(0, 5), 6: range(0, 9), 18: range(0, 5), 62: range(0, 5), 63: range(0, 2)}
     assert KIO_VERSIONS == expected, KIO_VERSIONS
     n = 0
     for key, versions in KIO_VERSIONS.items():

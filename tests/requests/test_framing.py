@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 
 from ctrlbatch.requests import (
     APIS,
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
     DecodeError,
     FrameReader,
     LeaderAndIsrRequest,
@@ -128,12 +131,24 @@ def test_request_frame_bytes_lair_v4() -> None:
     assert frame1[4:14] == bytes.fromhex("0004" "0003" "00000007" "ffff")  # v1: null ClientId
 
 
+def test_api_versions_frames_keep_response_header_v0() -> None:
+    """ApiVersions v3+ is flexible, yet its response header stays v0 (no tagged-field byte) and
+    its request header is v2 (ApiKeys.java:241-245, Kafka 3.9)."""
+    body = ApiVersionsResponse(api_keys=[ApiVersion(api_key=18, min_version=0, max_version=4)])
+    frame = encode_response(body, 18, 3, 9)
+    assert frame == bytes.fromhex("00000013" "00000009" "0000" "02" "0012" "0000" "0004" "00" "00000000" "00")
+    assert (request_header_version(18, 3), response_header_version(18, 3)) == (2, 0)
+    req = encode_request(ApiVersionsRequest(client_software_name="a", client_software_version="1"), 3, 5, "c")
+    decoded = decode_request(req[4:])
+    assert (decoded.header.request_api_key, decoded.body) == (18, ApiVersionsRequest(client_software_name="a", client_software_version="1"))
+
+
 def test_response_frame_bytes() -> None:
     assert encode_response(LeaderAndIsrResponse(), 4, 3, 9) == bytes.fromhex("0000000a" "00000009" "0000" "00000000")
     assert encode_response(LeaderAndIsrResponse(), 4, 4, 9) == bytes.fromhex("00000009" "00000009" "00" "0000" "01" "00")
 
 
-@pytest.mark.parametrize("key", [0, 3, 7, 18, 61, 64, -1, 32767])
+@pytest.mark.parametrize("key", [0, 3, 7, 17, 19, 61, 64, -1, 32767])
 def test_decode_request_with_an_unknown_api_key(key: int) -> None:
     frame = struct.pack(">hhi", key, 0, 1) + b"\xff\xff" + b"\x00" * 8
     with pytest.raises(DecodeError) as info:

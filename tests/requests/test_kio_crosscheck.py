@@ -1,7 +1,7 @@
 """Cross-check of the ctrlbatch codecs against kio 0.5.0, an independent Kafka codec (PyPI).
 
-For every api key and version kio has (LeaderAndIsr v0-7, StopReplica v0-4, UpdateMetadata v0-8,
-BrokerRegistration v0-4, BrokerHeartbeat v0-1), requests and responses:
+For every api key and version kio has (LeaderAndIsr v0-7, StopReplica v0-4, ApiVersions v0-4,
+UpdateMetadata v0-8, BrokerRegistration v0-4, BrokerHeartbeat v0-1), requests and responses:
 
 (a) our bytes decode in kio to the same values;
 (b) kio's bytes for the same values are byte-identical to ours, decode in ctrlbatch to the same object,
@@ -27,11 +27,15 @@ from hypothesis import strategies as st
 
 from ctrlbatch.requests import (
     APIS,
+    ApiVersion,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrTopicState,
     Struct,
+    SupportedFeatureKey,
     UpdateMetadataBroker,
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
@@ -56,7 +60,7 @@ def _load_kio_peer():  # type: ignore[no-untyped-def]
 kio_peer = _load_kio_peer()
 
 # What kio 0.5.0 has; pinned here so that a different kio cannot silently shrink the cross-check.
-EXPECTED_KIO_VERSIONS = {4: range(0, 8), 5: range(0, 5), 6: range(0, 9), 62: range(0, 5), 63: range(0, 2)}
+EXPECTED_KIO_VERSIONS = {4: range(0, 8), 5: range(0, 5), 6: range(0, 9), 18: range(0, 5), 62: range(0, 5), 63: range(0, 2)}
 
 CASES = [
     (key, version, kind)
@@ -102,7 +106,7 @@ def test_kio_versions_are_the_expected_ones() -> None:
         for kind in ("request", "response"):
             cls = getattr(APIS[key], kind)
             assert cls.MIN_VERSION == versions.start and cls.MAX_VERSION >= versions.stop - 1
-    assert len(CASES) == 58
+    assert len(CASES) == 68
 
 
 def test_kio_representable_strips_everything_nested() -> None:
@@ -304,3 +308,37 @@ def test_large_message_byte_for_byte(make, key: int, version: int, topic_states_
     back = cls.decode(kio_bytes, version)
     assert back == obj
     assert back.encode(version) == kio_bytes
+
+
+# --- ApiVersions (catalog from specgen.PAST_SHARED): every tagged field set, and the v0 fallback.
+
+
+def _api_versions_full() -> ApiVersionsResponse:
+    return ApiVersionsResponse(
+        error_code=0,
+        api_keys=[ApiVersion(api_key=k, min_version=0, max_version=k % 9) for k in range(70)],
+        throttle_time_ms=250,
+        supported_features=[SupportedFeatureKey(name="metadata.version", min_version=0, max_version=21),
+                            SupportedFeatureKey(name="kraft.version", min_version=0, max_version=1)],
+        finalized_features_epoch=1 << 40,
+        finalized_features=[FinalizedFeatureKey(name="metadata.version", max_version_level=21, min_version_level=1)],
+        zk_migration_ready=True,
+    )
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_api_versions_response_with_every_tagged_field_in_both_codecs(version: int) -> None:
+    obj = _api_versions_full()
+    data = obj.encode(version)
+    # four tagged fields after ThrottleTimeMs, in tag order 0..3
+    assert data.endswith(b"\x03\x01\x01")  # tag 3 (ZkMigrationReady), size 1, true: the last bytes
+    _crosscheck(ApiVersionsResponse, kio_peer.kio_response_class(18, version), obj, version)
+    assert ApiVersionsResponse.decode(data, version).to_dict(version)["finalized_features_epoch"] == 1 << 40
+
+
+def test_api_versions_v0_fallback_answer_in_both_codecs() -> None:
+    """Kafka's answer to an ApiVersions version it does not know: v0, UNSUPPORTED_VERSION (35),
+    only ApiVersions' own range (RequestContext.java:153-162, ApiVersionsRequest.java:112-129)."""
+    obj = ApiVersionsResponse(error_code=35, api_keys=[ApiVersion(api_key=18, min_version=0, max_version=4)])
+    assert obj.encode(0) == bytes.fromhex("0023" "00000001" "0012" "0000" "0004")
+    _crosscheck(ApiVersionsResponse, kio_peer.kio_response_class(18, 0), obj, 0)

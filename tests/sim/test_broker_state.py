@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+import attrs
 import pytest
 
 from ctrlbatch.context import TopicPartition
@@ -500,3 +501,78 @@ def test_a_v0_to_v4_error_response_lists_every_partition_state_duplicates_includ
     assert r.error_code == 11
     assert [(e.topic_name, e.partition_index, e.error_code) for e in r.partition_errors] == [
         ("foo", 0, 11), ("foo", 1, 11), ("foo", 0, 11)]
+
+
+# --- A repeated big UpdateMetadata does not build a second copy of the cached live brokers (issue 24).
+
+
+def _live_brokers_umr(n: int, host: str = "broker.example") -> UpdateMetadataRequest:
+    req = UpdateMetadataRequest(controller_id=0, controller_epoch=1, broker_epoch=-1, live_brokers=[
+        UpdateMetadataBroker(id=i, endpoints=[UpdateMetadataEndpoint(port=9092, host=host, listener="PLAINTEXT")],
+                             rack="r1" if i % 2 else None)
+        for i in range(n)])
+    return UpdateMetadataRequest.decode(req.encode(8), 8)  # decoded: its own strings, as a server gets it
+
+
+def test_a_repeated_update_metadata_reuses_the_cached_brokers() -> None:
+    s = BrokerState(1, 1)
+    first = _live_brokers_umr(500)
+    s.handle(6, 8, first, s.prepare(6, 8, first))
+    before = s.cache.alive_brokers
+    assert len({id(b.endpoints) for b in before.values()}) == 1  # equal endpoints: one tuple
+    again = _live_brokers_umr(500)
+    s.handle(6, 8, again, s.prepare(6, 8, again))
+    assert s.cache.alive_brokers is before  # the same brokers in the same order: the cached map itself
+    reordered = UpdateMetadataRequest.decode(attrs.evolve(again, live_brokers=again.live_brokers[::-1]).encode(8), 8)
+    s.handle(6, 8, reordered, s.prepare(6, 8, reordered))
+    after = s.cache.alive_brokers
+    assert after is not before and after == before and all(after[i] is before[i] for i in range(500))
+    twice = UpdateMetadataRequest.decode(attrs.evolve(again, live_brokers=list(again.live_brokers[:250]) * 2).encode(8), 8)
+    s.handle(6, 8, twice, s.prepare(6, 8, twice))  # as many entries as cached, but ids repeated: 250 brokers
+    assert sorted(s.cache.alive_brokers) == list(range(250))
+    s.handle(6, 8, again, s.prepare(6, 8, again))
+    changed = _live_brokers_umr(501, host="moved.example")  # changed endpoints: new objects, new content
+    s.handle(6, 8, changed, s.prepare(6, 8, changed))
+    assert all(s.cache.alive_brokers[i] is not before[i] for i in range(500))
+    assert {b.endpoints[0][1] for b in s.cache.alive_brokers.values()} == {"moved.example"}
+
+
+def test_a_repeated_update_metadata_costs_the_cache_a_fraction_of_the_first() -> None:
+    """Traced bytes the prepared live brokers of a second, equal request keep alive beyond the
+    cache, against the first's (before the fix the second was a full copy: about 1x)."""
+    import gc
+    import tracemalloc
+
+    s = BrokerState(1, 1)
+    first = _live_brokers_umr(20_000)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        prepared = s.prepare(6, 8, first)
+        first_cost = tracemalloc.get_traced_memory()[0] - base
+        s.handle(6, 8, first, prepared)
+        del prepared, first
+        again = _live_brokers_umr(20_000)
+        gc.collect()
+        base = tracemalloc.get_traced_memory()[0]
+        second = s.prepare(6, 8, again)
+        second_cost = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert second is not None and len(second) == 20_000
+    assert first_cost > 0 and second_cost < first_cost * 0.5, (first_cost, second_cost)
+
+
+def test_the_cached_brokers_keep_nothing_the_decoder_allocated_per_broker() -> None:
+    """One decoder object kept per broker would pin every heap arena of the decoded request
+    (metadata_cache.alive_brokers): ids are copied, equal racks and endpoint lists shared."""
+    s = BrokerState(1, 1)
+    req = UpdateMetadataRequest.decode(UpdateMetadataRequest(controller_id=0, controller_epoch=1, broker_epoch=-1, live_brokers=[
+        UpdateMetadataBroker(id=1000 + i, endpoints=[UpdateMetadataEndpoint(port=9092, host="h", listener="L")], rack="rack-a")
+        for i in range(300)]).encode(8), 8)
+    s.handle(6, 8, req, s.prepare(6, 8, req))
+    cached = s.cache.alive_brokers
+    decoded_ids = {id(b.id) for b in req.live_brokers}
+    assert sorted(cached) == [1000 + i for i in range(300)]
+    assert not decoded_ids & {id(k) for k in cached} and not decoded_ids & {id(b.id) for b in cached.values()}
+    assert len({id(b.rack) for b in cached.values()}) == 1 and len({id(b.endpoints) for b in cached.values()}) == 1

@@ -93,6 +93,6 @@ def test_prepared_live_brokers_give_the_same_cache(requests: list[tuple[list[tup
     for states, brokers, with_ids in requests:
         req = UpdateMetadataRequest.decode(_request(states, brokers, with_ids, version).encode(version), version)
         a = plain.handle(6, version, req)
-        b = prepared.handle(6, version, req, BrokerState.prepare(6, version, req))
+        b = prepared.handle(6, version, req, prepared.prepare(6, version, req))
         assert a == b
         assert plain.cache.view() == prepared.cache.view() and plain.deleted_partitions == prepared.deleted_partitions
