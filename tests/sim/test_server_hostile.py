@@ -57,6 +57,8 @@ from ctrlbatch.sim.server import (
     decoded_estimate,
 )
 
+from .sockets import closed_by_server, until
+
 EPOCH = 10
 TIMEOUT = 20
 KIO_RESPONSES = {0: KioV0, 1: KioV1, 2: KioV2, 3: KioV3, 4: KioV4}
@@ -106,19 +108,6 @@ def registration(broker_id: int) -> BrokerRegistrationRequest:
         log_dirs=[uuid.UUID(int=(broker_id + 1) << 64)])
 
 
-async def closed_by_server(c: FrameClient, timeout: float) -> bool:
-    """True when the server closes c within timeout (EOF or a reset), False when it is still open."""
-    try:
-        return await asyncio.wait_for(c.reader.read(1), timeout) == b""
-    except TimeoutError:
-        return False
-    except ConnectionError:
-        return True
-
-
-async def until(cond: Callable[[], bool]) -> None:
-    while not cond():  # bounded by the test's wait_for
-        await asyncio.sleep(0.005)
 
 
 # ---------------------------------------------------------------------------- the pin attack

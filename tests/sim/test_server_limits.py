@@ -26,6 +26,8 @@ from ctrlbatch.sim.broker_server import SimulatedBroker
 from ctrlbatch.sim.client import FrameClient
 from ctrlbatch.sim.server import ServerLimits
 
+from .sockets import closed_by_server, until
+
 EPOCH = 10
 TIMEOUT = 20
 
@@ -49,19 +51,6 @@ def umr(epoch: int = 5, brokers: int = 1) -> UpdateMetadataRequest:
         for i in range(brokers)])
 
 
-async def closed_by_server(c: FrameClient, timeout: float) -> bool:
-    """True when the server closes c within timeout (EOF or a reset), False when it is still open."""
-    try:
-        return await asyncio.wait_for(c.reader.read(1), timeout) == b""
-    except TimeoutError:
-        return False
-    except ConnectionError:
-        return True
-
-
-async def until(cond: Callable[[], bool]) -> None:
-    while not cond():  # bounded by the test's wait_for
-        await asyncio.sleep(0.005)
 
 
 def test_a_connection_waits_for_the_budget_and_loses_nothing() -> None:
