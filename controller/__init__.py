@@ -9,7 +9,10 @@ Modules: errors (Kafka's exceptions, ZooKeeper's result codes), store (the Kafka
 protocol, responses, watch handlers), znodes (paths and Kafka's znode JSON), memory_store
 (InMemoryKafkaZkClient: znodes, versions, sessions, watches, failure injection), election
 (the four algorithms, strategies, Election.scala's wrappers, the pluggable ElectionPolicy),
-partition_state_machine, replica_state_machine, topic_deletion_manager. The states themselves
+partition_state_machine, replica_state_machine, topic_deletion_manager; kafka_controller
+(KafkaController, the event handlers, split by concern into broker_changes, topic_changes,
+reassignment, leader_balance, alter_partition, zk_handlers), events, event_manager, config
+(ControllerConfig), channel (Channel, RecordingChannel). The states themselves
 (PartitionState, ReplicaState, PartitionAndReplica) live in ctrlbatch.context, re-exported here.
 """
 
@@ -21,6 +24,8 @@ from ctrlbatch.context import (
     ReplicaState,
 )
 
+from .channel import Channel, RecordingChannel
+from .config import ControllerConfig
 from .election import (
     KAFKA_ELECTION_POLICY,
     ControlledShutdownPartitionLeaderElectionStrategy,
@@ -47,6 +52,7 @@ from .errors import (
     StateChangeFailedException,
     ZooKeeperClientException,
 )
+from .kafka_controller import KafkaController
 from .memory_store import Injection, InMemoryKafkaZkClient, ZooKeeperTree
 from .partition_state_machine import ElectionResults, PartitionStateMachine, ZkPartitionStateMachine
 from .replica_state_machine import ReplicaStateMachine, ZkReplicaStateMachine
@@ -66,6 +72,10 @@ from .store import (
 from .topic_deletion_manager import ControllerDeletionClient, DeletionClient, TopicDeletionManager
 
 __all__ = [
+    "Channel",
+    "ControllerConfig",
+    "KafkaController",
+    "RecordingChannel",
     "KAFKA_ELECTION_POLICY",
     "PARTITION_VALID_PREVIOUS_STATES",
     "REPLICA_VALID_PREVIOUS_STATES",
