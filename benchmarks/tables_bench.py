@@ -41,8 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from figures import Figure, write_results
-from replay_bench import _cpu_seconds, _descendants, _hwm_kib, cpu_model
+from figures import Figure, processor, write_results
+from replay_bench import _cpu_seconds, _descendants, _hwm_kib
 
 PYTHON = Path(sys.executable)
 
@@ -176,7 +176,7 @@ def main() -> None:
         print(f"  {big['seconds']:.1f} s, driver peak RSS {big['driver_rss_mib']:.0f} MiB, load {big['loadavg']:.2f}",
               flush=True)
     figures = report(runs, big, args, load_before)
-    write_results(args.json, "tables_bench", figures, vars(args) | {"cpu": cpu_model(), "runs": runs, "big_run": big})
+    write_results(args.json, "tables_bench", figures, vars(args) | {"cpu": processor(), "runs": runs, "big_run": big})
 
 
 def report(runs: dict[str, dict[str, Any]], big: dict[str, Any] | None, args: argparse.Namespace,
@@ -185,7 +185,7 @@ def report(runs: dict[str, dict[str, Any]], big: dict[str, Any] | None, args: ar
     n = args.records
     read, rows, spark = runs["read"], runs["rows"], runs["spark-count"]
     assert spark["rows"] == rows["rows"] == read["rows"], (spark, rows, read)  # the same records, counted thrice
-    print(f"\nrecords-table benchmark: {n:,} records ({cpu_model()}, {os.cpu_count()} cores; load average before "
+    print(f"\nrecords-table benchmark: {n:,} records ({processor()}, {os.cpu_count()} cores; load average before "
           f"{load_before[0]:.2f}, now {os.getloadavg()[0]:.2f})")
     ratio = spark["seconds"] / read["seconds"]
     print(f"  data source local[2]: {spark['seconds']:.1f} s (load {spark['loadavg']:.2f}) vs the one-process reader "
