@@ -190,3 +190,16 @@ def test_check_result_names_a_figure_without_a_key() -> None:
     del doc["figures"][0]["ratio"]
     with pytest.raises(ValueError, match=r"figures\[0\] lacks keys \['ratio'\]"):
         figures.check_result(doc, "where.json")
+
+
+def test_every_benchmark_script_imports() -> None:
+    """A benchmark that no longer imports (a helper it took from another script moved) fails
+    here, not in the next person's benchmark run."""
+    import subprocess
+
+    bench_dir = Path(__file__).resolve().parents[1] / "benchmarks"
+    names = sorted(p.stem for p in bench_dir.glob("*_bench.py"))
+    assert len(names) >= 10
+    code = "import importlib, sys; sys.path.insert(0, sys.argv[1])\nfor n in sys.argv[2:]: importlib.import_module(n)"
+    proc = subprocess.run([sys.executable, "-c", code, str(bench_dir), *names], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
