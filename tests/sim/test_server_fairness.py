@@ -1,0 +1,104 @@
+"""Fair service on both frame servers (issue 24, attack 9), on real loopback sockets at small sizes:
+a polite client's request goes ahead of most of what many flooders have pipelined, and each
+flooder's requests keep their order. Counts and order only; benchmarks/server_attack_bench.py
+(attack 9) measures the latencies."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from ctrlbatch.requests import BrokerHeartbeatRequest, encode_request
+from ctrlbatch.requests.model import Message
+from ctrlbatch.sim.broker_server import SimulatedBroker
+from ctrlbatch.sim.client import FrameClient
+from ctrlbatch.sim.controller_server import ControllerEndpoint
+from ctrlbatch.sim.fair_queue import DISPATCH_BATCH
+from ctrlbatch.sim.server import FrameServer
+
+from .sockets import until
+from .test_server_hostile import registration, run, run_controller, umr
+
+FLOODERS = 30
+_CID = struct.Struct(">i")
+EACH = 20
+
+
+def _record(server: FrameServer) -> list[int]:
+    """The connection number of every request the server hands to its handler, in order."""
+    order: list[int] = []
+    inner = server.handler
+
+    async def handler(conn, decoded):  # type: ignore[no-untyped-def]
+        order.append(conn.number)
+        return await inner(conn, decoded)
+
+    server.handler = handler
+    return order
+
+
+async def _flood_then_ask(server: FrameServer, flood: Callable[[int], bytes], polite: FrameClient,
+                          ask: Callable[[], Message], version: int) -> tuple[int, list[int], Message]:
+    """FLOODERS clients each pipeline EACH requests at once; once the flood flows, the polite client
+    asks. Returns how many requests the server handled between its ask and its own, the order
+    the handler saw, and its answer; every flooder's answers come back in order."""
+    await until(lambda: len(server.connections) == 1)
+    polite_number = next(iter(server.connections)).number  # the polite client connected first
+    order = _record(server)
+    flooders = [await FrameClient.connect(server.host, server.port) for _ in range(FLOODERS)]
+    try:
+        for f in flooders:
+            await f.send_raw(b"".join(flood(i) for i in range(EACH)))
+        await until(lambda: len(order) >= 2 * FLOODERS)  # every flooder has had a turn: all are queued
+        asked_at = len(order)
+        _, answer = await polite.request(ask(), version)
+        assert order.count(polite_number) == 1
+        between = order.index(polite_number) - asked_at
+        for f in flooders:
+            ids = [_CID.unpack_from(await f.read_frame())[0] for _ in range(EACH)]  # correlation ids, in order
+            assert ids == list(range(EACH))
+    finally:
+        for f in flooders:
+            await f.close()
+    return between, order, answer
+
+
+def test_a_polite_request_goes_ahead_of_many_flooders() -> None:
+    out: list[tuple[int, list[int]]] = []
+
+    async def body(b: SimulatedBroker) -> None:
+        async with await FrameClient.connect(b.host, b.port) as polite:
+            between, order, answer = await _flood_then_ask(
+                b.server, lambda i: encode_request(umr(5), 8, i, "flood"), polite, lambda: umr(5), 8)
+            assert answer.error_code == 0  # type: ignore[attr-defined]
+            out.append((between, order))
+
+    b = run(body)
+    between, order = out[0]
+    # Before the run queue, every flooder with a request read was handled in the loop round that
+    # read the polite one, so it waited behind about one request per flooder (30 here).
+    assert between <= 2 * DISPATCH_BATCH < FLOODERS // 2
+    assert len(order) == FLOODERS * EACH + 1 and b.server.run_queue.dispatches == len(order)
+    assert not b.server.run_queue  # and the closed connections are forgotten
+
+
+def test_a_brokers_heartbeat_goes_ahead_of_many_flooders_on_the_controller() -> None:
+    out: list[int] = []
+
+    def beat(broker_id: int, epoch: int) -> BrokerHeartbeatRequest:
+        return BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=epoch, current_metadata_offset=10**6)
+
+    async def body(e: ControllerEndpoint) -> None:
+        async with await FrameClient.connect(e.host, e.port) as broker:
+            _, reg = await broker.request(registration(1), 4)
+            epoch = reg.broker_epoch  # type: ignore[attr-defined]
+            # the flooders heartbeat for a broker that never registered: each is handled (and refused)
+            between, order, answer = await _flood_then_ask(
+                e.server, lambda i: encode_request(beat(7, 1), 1, i, "flood"), broker, lambda: beat(1, epoch), 1)
+            assert answer.error_code == 0 and not answer.is_fenced  # type: ignore[attr-defined]
+            assert len(order) == FLOODERS * EACH + 1
+            out.append(between)
+
+    e = run_controller(body)
+    assert out[0] <= 2 * DISPATCH_BATCH < FLOODERS // 2
+    assert not e.state.registrations[1].state.fenced and not e.server.run_queue
