@@ -5,8 +5,9 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   (socket.request.max.bytes) closes the connection at once, before the frame is read or
   allocated; no response is sent.
 - A request read whole goes into the server's run queue (fair_queue.py: least recently served
-  connection first); each loop round starts at most ``dispatch_batch`` (DISPATCH_BATCH, 4) queued
-  requests and yields, so sockets that became readable meanwhile are read before the next turn.
+  connection first); each loop round starts queued requests for at most ``dispatch_budget_s``
+  (0.5 ms) and at most ``dispatch_batch`` (8) of them, then yields to the loop, so sockets that
+  became readable meanwhile are read, and their requests queued, before the next turn.
   A small request is then handled on the spot (it becomes a task only if it has to wait), a
   bigger one as a task. So a polite client waits about one batch, not one request per flooding
   connection (benchmarks/server_attack_bench.py, attack 9: 20x its p99 alone under 50 flooders
@@ -84,7 +85,7 @@ from ctrlbatch.requests.errors import UnsupportedVersionError
 from ctrlbatch.requests.model import Message
 
 from .api_versions import API_VERSIONS_KEY, api_versions_answer
-from .fair_queue import DISPATCH_BATCH, FairQueue
+from .fair_queue import DISPATCH_BATCH, DISPATCH_BUDGET_S, FairQueue
 from .handler_threads import release_free_memory, run_in_handler_thread
 from .loopback import check_loopback
 from .memory_pool import UNLIMITED, MemoryPool
@@ -662,7 +663,9 @@ class FrameServer:
         self.run_queue: FairQueue[Connection, _Job] = FairQueue()
         """Requests read and not yet started, least recently served connection first (fair_queue.py)."""
         self.dispatch_batch = DISPATCH_BATCH
-        """Requests started per loop round before the loop reads again (fair_queue.py)."""
+        """Requests started per loop round, at most, before the loop reads again (fair_queue.py)."""
+        self.dispatch_budget_s = DISPATCH_BUDGET_S
+        """And the time spent starting them, at most (the first is always started; fair_queue.py)."""
         self._dispatching = False
 
     def __repr__(self) -> str:
@@ -701,11 +704,18 @@ class FrameServer:
         self.run_queue.push(conn, job)
         if not self._dispatching:
             self._dispatching = True
-            asyncio.get_running_loop().call_soon(self._dispatch)
+            self._next_dispatch()
+
+    def _next_dispatch(self) -> None:
+        # A timer due now rather than call_soon: timers run after the I/O callbacks of the loop's
+        # next round, so what the next select finds readable is queued before the turn is given.
+        asyncio.get_running_loop().call_later(0, self._dispatch)
 
     def _dispatch(self) -> None:
-        """Start up to ``dispatch_batch`` queued requests, then let the loop read before the rest."""
+        """Start queued requests, at most ``dispatch_batch`` of them and for at most
+        ``dispatch_budget_s``, then let the loop read before the rest (module rules)."""
         queue = self.run_queue
+        until = time.perf_counter() + self.dispatch_budget_s
         try:
             for _ in range(self.dispatch_batch):
                 if not queue:
@@ -713,9 +723,11 @@ class FrameServer:
                 conn, job = queue.pop()
                 conn.start_request(job)
                 del job
+                if time.perf_counter() >= until:
+                    break
         finally:  # whatever happened, the rest keeps its turn
             if queue:
-                asyncio.get_running_loop().call_soon(self._dispatch)
+                self._next_dispatch()
             else:
                 self._dispatching = False
 

@@ -19,7 +19,7 @@ from ctrlbatch.sim.server import FrameServer
 from .sockets import until
 from .test_server_hostile import registration, run, run_controller, umr
 
-FLOODERS = 30
+FLOODERS = 40
 _CID = struct.Struct(">i")
 EACH = 20
 
@@ -76,7 +76,7 @@ def test_a_polite_request_goes_ahead_of_many_flooders() -> None:
     b = run(body)
     between, order = out[0]
     # Before the run queue, every flooder with a request read was handled in the loop round that
-    # read the polite one, so it waited behind about one request per flooder (30 here).
+    # read the polite one, so it waited behind about one request per flooder (40 here).
     assert between <= 2 * DISPATCH_BATCH < FLOODERS // 2
     assert len(order) == FLOODERS * EACH + 1 and b.server.run_queue.dispatches == len(order)
     assert not b.server.run_queue  # and the closed connections are forgotten
