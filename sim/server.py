@@ -420,7 +420,7 @@ class Connection(asyncio.BufferedProtocol):
         """The run queue's turn for this connection's request (FrameServer.queue_request)."""
         frame, held, t0 = job
         del job
-        if self.transport is None or self._closing:  # closed while it waited (connection_lost may be pending)
+        if self.transport is None or self._closing or self.transport.is_closing():  # closed while it waited
             self.server.pool.release(held)
             self.server.pool.finish(self)
             return

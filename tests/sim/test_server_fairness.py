@@ -5,6 +5,7 @@ flooder's requests keep their order. Counts and order only; benchmarks/server_at
 
 from __future__ import annotations
 
+import socket
 import struct
 from collections.abc import Callable
 
@@ -14,7 +15,7 @@ from ctrlbatch.sim.broker_server import SimulatedBroker
 from ctrlbatch.sim.client import FrameClient
 from ctrlbatch.sim.controller_server import ControllerEndpoint
 from ctrlbatch.sim.fair_queue import DISPATCH_BATCH
-from ctrlbatch.sim.server import FrameServer
+from ctrlbatch.sim.server import Connection, FrameServer
 
 from .sockets import until
 from .test_server_hostile import registration, run, run_controller, umr
@@ -102,3 +103,38 @@ def test_a_brokers_heartbeat_goes_ahead_of_many_flooders_on_the_controller() -> 
     e = run_controller(body)
     assert out[0] <= 2 * DISPATCH_BATCH < FLOODERS // 2
     assert not e.state.registrations[1].state.fenced and not e.server.run_queue
+
+
+def test_requests_whose_clients_leave_while_queued_give_back_what_they_hold() -> None:
+    dropped: list[int] = []
+
+    async def body(b: SimulatedBroker) -> None:
+        server = b.server
+        server.dispatch_batch = 1  # a long queue: the leavers' requests wait in it
+        forget = server.run_queue.forget
+
+        def counting_forget(conn: Connection) -> list[tuple[bytearray, int, float]]:
+            jobs = forget(conn)
+            dropped.append(len(jobs))
+            return jobs
+
+        server.run_queue.forget = counting_forget  # type: ignore[method-assign]
+        flooders = [await FrameClient.connect(b.host, b.port) for _ in range(FLOODERS)]
+        for f in flooders:
+            await f.send_raw(b"".join(encode_request(umr(5), 8, i, "flood") for i in range(EACH)))
+        for _ in range(20):  # a request, then a reset at once
+            s = socket.create_connection((b.host, b.port))
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.sendall(encode_request(umr(5), 8, 0, "leaver"))
+            s.close()
+        for f in flooders:
+            for _ in range(EACH):
+                await f.read_frame()
+            await f.close()
+        await until(lambda: not server.connections)
+        assert not server.run_queue and server.pool.held == 0 and server.handling.held == 0
+
+    b = run(body)
+    assert len(dropped) == FLOODERS + 20  # every closed connection is forgotten
+    assert 1 <= sum(dropped) <= 20  # some leavers' requests were still queued (not started) when they left
+    assert FLOODERS * EACH <= b.server.stats.requests[6] <= FLOODERS * EACH + 20 - sum(dropped)
