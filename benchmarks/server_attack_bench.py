@@ -45,13 +45,16 @@ Usage: python benchmarks/server_attack_bench.py [--conns 10] [--big-mb 50] [--id
 from __future__ import annotations
 
 import argparse
+import array
 import asyncio
+import bisect
 import os
 import resource
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -100,7 +103,7 @@ class Broker:
     """A sim-broker subprocess; ``with Broker(...) as b`` stops it with SIGTERM (exit 0 checked)."""
 
     def __init__(self, *args: str, nofile: int | None = None, address_space: int | None = None,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, argv: list[str] | None = None) -> None:
         def limit() -> None:
             if nofile is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
@@ -108,7 +111,8 @@ class Broker:
                 resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
         quiet = [] if verbose else ["--quiet"]
-        self.proc = subprocess.Popen([CTRLBATCH, "sim-broker", "--id", "1", "--epoch", "5", *quiet, *args],
+        argv = argv or [CTRLBATCH, "sim-broker", "--id", "1", "--epoch", "5", *quiet, *args]
+        self.proc = subprocess.Popen(argv,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=limit)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().strip()
@@ -306,9 +310,13 @@ def main() -> int:
     ap.add_argument("--json", metavar="PATH", help="also write the headline figures as JSON (benchmarks/figures.py)")
     ap.add_argument("--flood-worker", nargs=3, type=int, metavar=("PORT", "CLIENTS", "REQUESTS"),
                     help=argparse.SUPPRESS)
+    ap.add_argument("--order-broker", metavar="PATH", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.flood_worker:
         asyncio.run(flood(*args.flood_worker))
+        return 0
+    if args.order_broker:
+        asyncio.run(order_broker(args.order_broker))
         return 0
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # this process holds the attacking sockets
@@ -642,6 +650,58 @@ async def flood(port: int, flooders: int, requests: int) -> None:
         await c.close()
 
 
+async def order_broker(path: str) -> None:
+    """A simulated broker (attack 9's second run) that notes when it starts handling each request
+    (perf_counter_ns: CLOCK_MONOTONIC, the same clock in every process) and on which connection,
+    and writes them to path at SIGTERM."""
+    from ctrlbatch.sim.broker_server import SimulatedBroker
+
+    seen = array.array("q")
+
+    def on_request(_: SimulatedBroker, rec: Any) -> None:
+        seen.extend((time.perf_counter_ns(), rec.connection))
+
+    b = SimulatedBroker(1, 5, record=False, on_request=on_request)
+    await b.start()
+    print(f"listening on 127.0.0.1:{b.port}", flush=True)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await asyncio.wait_for(stop.wait(), 600)
+    await b.stop()
+    Path(path).write_bytes(seen.tobytes())
+
+
+def requests_ahead(args: argparse.Namespace, n: int = 300) -> list[int]:
+    """For each of a polite client's n requests under the flood: how many flooders' requests the
+    broker started between the polite one's send and its own start. A count, so other load on
+    the machine does not change it (a descheduled broker starts nothing); times the broker's time
+    per request, it is the wait the polite client would see on a quiet machine."""
+    async def polite(port: int, worker_args: list[str]) -> tuple[list[int], subprocess.Popen[str]]:
+        sent: list[int] = []
+        async with await FrameClient.connect("127.0.0.1", port) as c:  # connection 1
+            await c.request(small_umr(), 8, timeout=60)
+            worker = subprocess.Popen(worker_args, stdout=subprocess.PIPE, text=True)
+            assert worker.stdout is not None
+            if worker.stdout.readline().strip() != "flooding":
+                raise RuntimeError("the flood worker did not start")
+            for _ in range(n):
+                sent.append(time.perf_counter_ns())
+                await c.request(small_umr(), 8, timeout=60)
+        return sent, worker
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "order")
+        with Broker(argv=[sys.executable, __file__, "--order-broker", path]) as b:
+            sent, worker = asyncio.run(polite(b.port, [sys.executable, __file__, "--flood-worker", str(b.port),
+                                                        str(args.flooders), str(args.flood_requests)]))
+            worker.communicate(timeout=600)
+        seen = array.array("q")
+        seen.frombytes(Path(path).read_bytes())
+    times, conns = seen[0::2], seen[1::2]
+    mine = [i for i, conn in enumerate(conns) if conn == 1][1:]  # the first was sent before the flood
+    return [sum(1 for j in range(bisect.bisect_right(times, t), i) if conns[j] != 1) for t, i in zip(sent, mine, strict=True)]
+
+
 def attack_9(args: argparse.Namespace, figures: list[Figure]) -> bool:
     """Flooding clients pipelining small requests (another process); a polite client's p99 against
     its p99 alone, both measured here in the same run."""
@@ -654,7 +714,7 @@ def attack_9(args: argparse.Namespace, figures: list[Figure]) -> bool:
                 out.append(time.perf_counter() - t0)
         return out
 
-    def p99(xs: list[float]) -> float:
+    def p99(xs: list[float] | list[int]) -> float:
         return sorted(xs)[int(len(xs) * 0.99) - 1]
 
     with Broker() as b:
@@ -677,6 +737,11 @@ def attack_9(args: argparse.Namespace, figures: list[Figure]) -> bool:
           f"{'' if still_flooding else ' (the flood ended before the polite client did: rerun with more requests)'}; "
           f"target <= 5x: {'met' if met else 'NOT met'}; the flooders got {rate:,.0f} answers/s, the broker's CPU "
           f"{cpu * 1e6:.0f} us per answer (utime + stime, which other load does not inflate) ({load()})")
+    ahead = sorted(requests_ahead(args))
+    print(f"   flooders' requests started ahead of a polite one (a count, whatever the load): median "
+          f"{ahead[len(ahead) // 2]}, p99 {p99(ahead)}, max {ahead[-1]} (of {args.flooders} flooders; {load()})")
+    figures.append(Figure(what=f"flooders' requests started ahead of a polite one, p99, {args.flooders} flooders",
+                          value=p99(ahead), unit="requests", max=ahead[-1], median=ahead[len(ahead) // 2]))
     figures.append(Figure(what=f"answers per second to {args.flooders} flooding clients", value=rate, unit="1/s"))
     figures.append(Figure(what=f"the broker's CPU per answer under {args.flooders} flooding clients", value=cpu,
                           unit="s"))

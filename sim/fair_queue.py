@@ -12,18 +12,25 @@ one connection from taking more than its turn):
   50 flooders one request per round took 44 us of broker CPU per answer against 37 for 8 and 36
   for 16 (attack 9, load 5; 31-34 us when each ready connection was handled in the round that
   read it: the queue and the extra rounds cost the flooders 10-20% of the broker's throughput).
-- Order: start-time fair queuing with unit costs, that is least recently served first. Each key
-  (a connection) carries the number of the dispatch that last served it; ``pop`` takes the queued
-  key with the oldest such number (a key never served counts as served before every other), ties
-  in arrival order. A served key that still has items goes to the back with the newest number.
-  So a polite client, whose last request was served many dispatches ago, goes to the head of the
-  queue, ahead of every flooder, and waits about one batch instead of one request per flooder:
-  benchmarks/server_attack_bench.py, attack 9 (50 flooders: 20x its p99 alone when every ready
-  connection was handled in the round that read it).
-- Each key's items keep their order (FIFO per key); the server keeps one request in flight per
-  connection, so it queues at most one per key, but the queue does not rely on it.
-- No starvation: an item waits at most one dispatch per other key (each key served goes behind
-  it), so at most as many dispatches as there are keys known to the queue.
+- Order: least recently served first. Each key (a connection) carries the number of the dispatch
+  that last served it (a key never served counts as served before every other); ``pop`` takes the
+  queued key whose turn is first, ties in arrival order; a served key that still has items goes
+  to the back with the newest number. Plain least-recently-served (start-time fair queuing with
+  unit costs) is round robin, though: a client that sends its next request as soon as it has its
+  answer is served once per round like a flooder, after about one request per flooder (attack 9
+  measured 50 of 50 flooders ahead of it, as before the queue). So an urgent item (the server's
+  rule: a request that was not pipelined, no byte of it had come when its connection's previous
+  answer was written) enters as if its key had been served one round earlier, one dispatch per
+  key known: ahead of every key served in the last round, that is of every flooder. Pipelining
+  is what a flooder does to keep requests waiting; Kafka's controller channel and a broker's
+  heartbeats send one request at a time.
+- Each key's items keep their order (FIFO per key; the head item's urgency places the key); the
+  server keeps one request in flight per connection, so it queues at most one per key, but the
+  queue does not rely on it.
+- No starvation: an item that enters at turn t waits only for keys whose turn is before t; a key
+  served at dispatch d comes back no earlier than d - (keys known), so after t + (keys known)
+  dispatches none can go ahead of it again: it waits at most about twice as many dispatches as
+  there are keys.
 - ``forget(key)`` (a closed connection) drops the key's items, which it returns so that what they
   hold can be given back, and its service number: memory stays bounded by the open connections.
 - Sans-I/O and single-threaded (the loop's thread), O(log n) per push and pop.
@@ -51,11 +58,13 @@ NEVER = -1
 
 
 class FairQueue(Generic[K, T]):
-    """Items queued per key; ``pop()`` serves the least recently served key first (module rules)."""
+    """Items queued per key; ``pop()`` serves the least recently served key first, an urgent item's
+    key counted as served one round earlier (module rules)."""
 
     def __init__(self) -> None:
-        self._waiting: dict[K, tuple[int, collections.deque[T]]] = {}  # key -> (its heap entry's ticket, items)
-        self._heap: list[tuple[int, int, K]] = []  # (last served, ticket, key); stale entries are skipped
+        # key -> (its heap entry's ticket, its items with their urgency, oldest first)
+        self._waiting: dict[K, tuple[int, collections.deque[tuple[T, bool]]]] = {}
+        self._heap: list[tuple[int, int, K]] = []  # (turn, ticket, key); stale entries are skipped
         self._served: dict[K, int] = {}  # key -> the dispatch that last served it
         self._dispatches = 0
         self._tickets = 0
@@ -79,28 +88,33 @@ class FairQueue(Generic[K, T]):
         """The dispatch number that last served key (NEVER if none, or forgotten)."""
         return self._served.get(key, NEVER)
 
-    def _enter(self, key: K, items: collections.deque[T]) -> None:
+    def turn(self, key: K, urgent: bool) -> int:
+        """Where key would enter the queue now: its last service, one round (a dispatch per key
+        known) earlier when its next item is urgent."""
+        return self._served.get(key, NEVER) - (len(self._served) if urgent else 0)
+
+    def _enter(self, key: K, items: collections.deque[tuple[T, bool]]) -> None:
         self._tickets += 1
         self._waiting[key] = (self._tickets, items)
-        heapq.heappush(self._heap, (self._served.get(key, NEVER), self._tickets, key))
+        heapq.heappush(self._heap, (self.turn(key, items[0][1]), self._tickets, key))
 
-    def push(self, key: K, item: T) -> None:
-        """Queue item behind key's earlier items."""
+    def push(self, key: K, item: T, urgent: bool = False) -> None:
+        """Queue item behind key's earlier items; urgent: not pipelined (module rules)."""
         entry = self._waiting.get(key)
         if entry is not None:
-            entry[1].append(item)
+            entry[1].append((item, urgent))
         else:
-            self._enter(key, collections.deque((item,)))
+            self._enter(key, collections.deque(((item, urgent),)))
 
     def pop(self) -> tuple[K, T]:
-        """The next item: the oldest of the least recently served key. IndexError when empty."""
+        """The next item: the oldest of the key whose turn is first. IndexError when empty."""
         while self._heap:
             _, ticket, key = heapq.heappop(self._heap)
             entry = self._waiting.get(key)
             if entry is None or entry[0] != ticket:
                 continue  # forgotten (and maybe queued again since): a stale entry
             items = entry[1]
-            item = items.popleft()
+            item = items.popleft()[0]
             self._dispatches += 1
             self._served[key] = self._dispatches
             del self._waiting[key]
@@ -115,4 +129,4 @@ class FairQueue(Generic[K, T]):
         entry = self._waiting.pop(key, None)
         if not self._waiting:
             self._heap.clear()  # only stale entries were left
-        return list(entry[1]) if entry is not None else []
+        return [item for item, _ in entry[1]] if entry is not None else []

@@ -5,14 +5,15 @@ Rules (kafka-controller-channel.md §6; Kafka's names for the limits, in ServerL
   (socket.request.max.bytes) closes the connection at once, before the frame is read or
   allocated; no response is sent.
 - A request read whole goes into the server's run queue (fair_queue.py: least recently served
-  connection first); each loop round starts queued requests for at most ``dispatch_budget_s``
-  (0.5 ms) and at most ``dispatch_batch`` (8) of them, then yields to the loop, so sockets that
-  became readable meanwhile are read, and their requests queued, before the next turn.
-  A small request is then handled on the spot (it becomes a task only if it has to wait), a
-  bigger one as a task. So a polite client waits about one batch, not one request per flooding
-  connection (benchmarks/server_attack_bench.py, attack 9: 20x its p99 alone under 50 flooders
-  when every ready connection was handled in the round that read it); a broker's heartbeats,
-  seconds apart, always find their connection the least recently served.
+  connection first, a request that was not pipelined counted one round earlier, so ahead of
+  every connection that keeps requests waiting); each loop round starts queued requests for at
+  most ``dispatch_budget_s`` (0.5 ms) and at most ``dispatch_batch`` (8) of them, then yields to
+  the loop, so sockets that became readable meanwhile are read, and their requests queued,
+  before the next turn. A small request is then handled on the spot (it becomes a task only if
+  it has to wait), a bigger one as a task. So a polite client waits about one batch, not one
+  request per flooding connection (benchmarks/server_attack_bench.py, attack 9: 20x its p99
+  alone under 50 flooders when every ready connection was handled in the round that read it);
+  a broker's heartbeats, one at a time and seconds apart, go ahead of any flood.
 - One request in flight per connection, as Kafka does (it mutes a channel from a request's read to
   its response's send, SS:1163-1165, SS:1197-1198). At a frame boundary one read takes at most
   SCRATCH_BYTES (a prefix and a small frame) into a buffer shared by the server's connections and
@@ -215,6 +216,7 @@ class Connection(asyncio.BufferedProtocol):
         self._task: asyncio.Task[None] | None = None  # the request's task, when it had to wait
         self._inflight = False  # a request is being handled (from its last byte to its answer)
         self._more_after = False  # bytes of a next request came in the same read as this one's last
+        self._pipelining = False  # bytes of the next request had come when this one's answer was written
         self._frames = 0  # frames read whole
         self._handled = 0  # bytes this connection holds in the server's handling pool
         self._fd = -1
@@ -414,7 +416,8 @@ class Connection(asyncio.BufferedProtocol):
         # One request in flight: from here at most one read more is taken (stashed), then nothing.
         self._inflight = True
         self._frames += 1
-        self.server.queue_request(self, (frame, held, time.perf_counter()))
+        urgent, self._pipelining = not self._pipelining, False  # fair_queue.py: a request not pipelined is urgent
+        self.server.queue_request(self, (frame, held, time.perf_counter()), urgent)
 
     def start_request(self, job: _Job) -> None:
         """The run queue's turn for this connection's request (FrameServer.queue_request)."""
@@ -560,8 +563,9 @@ class Connection(asyncio.BufferedProtocol):
                 del args
             if self.transport is None:
                 return
-            if self._more_after or self._stash or self._head_got or (self._fd >= 0 and _unread(self._fd)):
-                stats.pipelined += 1  # the next request came before this answer
+            self._pipelining = bool(self._more_after or self._stash or self._head_got
+                                    or (self._fd >= 0 and _unread(self._fd)))
+            stats.pipelined += self._pipelining  # the next request came before this answer
             self._more_after = False
             self.transport.write(out)
             self.last_active = self._loop.time()
@@ -699,9 +703,9 @@ class FrameServer:
                 message += f" [{suppressed} similar messages suppressed]"
         _log.log(level, message, *args)
 
-    def queue_request(self, conn: Connection, job: _Job) -> None:
+    def queue_request(self, conn: Connection, job: _Job, urgent: bool) -> None:
         """A request is read whole: it is started at its turn in the run queue (module rules)."""
-        self.run_queue.push(conn, job)
+        self.run_queue.push(conn, job, urgent)
         if not self._dispatching:
             self._dispatching = True
             self._next_dispatch()
