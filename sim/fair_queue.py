@@ -7,11 +7,14 @@ one connection from taking more than its turn):
   it then takes requests off the queue for at most DISPATCH_BUDGET_S (0.5 ms) and at most
   DISPATCH_BATCH (8) of them per loop round (server.py) and goes back to the loop, so sockets that
   became readable meanwhile are read before the next turn. A polite request then waits about one
-  batch (at most 0.5 ms) where it waited one request per flooder (50 x 60 us). Eight, not one: a
-  loop round costs the broker CPU of its own (epoll, the loop's bookkeeping, the timer), and under
-  50 flooders one request per round took 44 us of broker CPU per answer against 37 for 8 and 36
-  for 16 (attack 9, load 5; 31-34 us when each ready connection was handled in the round that
-  read it: the queue and the extra rounds cost the flooders 10-20% of the broker's throughput).
+  batch (at most 0.5 ms) where it waited one request per flooder or two (50 x 60 us and more):
+  attack 9 counts the flooders' requests the broker starts between a polite request's send and
+  its own start: p99 7 of 50 flooders (median 6-7), against 50-99 (median 50-94) when every
+  ready connection was handled in the round that read it. Eight, not one: a loop round costs
+  CPU of its own (epoll, the loop's bookkeeping, the timer): under 50 flooders one request per
+  round took 44 us of broker CPU per answer, 8 per round 34-40 us, against 30-36 us before the
+  queue (attack 9, load 5-7, where these figures are noisy): the flooders lose about 15% of the
+  broker's throughput.
 - Order: least recently served first. Each key (a connection) carries the number of the dispatch
   that last served it (a key never served counts as served before every other); ``pop`` takes the
   queued key whose turn is first, ties in arrival order; a served key that still has items goes
