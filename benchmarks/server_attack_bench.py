@@ -741,7 +741,9 @@ def attack_9(args: argparse.Namespace, figures: list[Figure]) -> bool:
     print(f"   flooders' requests started ahead of a polite one (a count, whatever the load): median "
           f"{ahead[len(ahead) // 2]}, p99 {p99(ahead)}, max {ahead[-1]} (of {args.flooders} flooders; {load()})")
     figures.append(Figure(what=f"flooders' requests started ahead of a polite one, p99, {args.flooders} flooders",
-                          value=p99(ahead), unit="requests", max=ahead[-1], median=ahead[len(ahead) // 2]))
+                          value=p99(ahead), unit="requests", max=ahead[-1], median=ahead[len(ahead) // 2],
+                          peer="one per flooder (round robin)", peer_value=args.flooders,
+                          ratio=p99(ahead) / args.flooders, ratio_of="p99 / flooders"))
     figures.append(Figure(what=f"answers per second to {args.flooders} flooding clients", value=rate, unit="1/s"))
     figures.append(Figure(what=f"the broker's CPU per answer under {args.flooders} flooding clients", value=cpu,
                           unit="s"))

@@ -9,6 +9,8 @@ import socket
 import struct
 from collections.abc import Callable
 
+import pytest
+
 from ctrlbatch.requests import BrokerHeartbeatRequest, encode_request
 from ctrlbatch.requests.model import Message
 from ctrlbatch.sim.broker_server import SimulatedBroker
@@ -144,3 +146,30 @@ def test_requests_whose_clients_leave_while_queued_give_back_what_they_hold() ->
     assert len(dropped) == FLOODERS + 20  # every closed connection is forgotten
     assert 1 <= sum(dropped) <= 20  # some leavers' requests were still queued (not started) when they left
     assert FLOODERS * EACH <= b.server.stats.requests[6] <= FLOODERS * EACH + 20 - sum(dropped)
+
+
+@pytest.mark.parametrize(("budget_s", "most"), [(0.0, 1), (60.0, DISPATCH_BATCH)])
+def test_each_loop_round_starts_at_most_a_batch_and_stops_at_the_time_budget(budget_s: float, most: int) -> None:
+    per_round: list[int] = []
+
+    async def body(b: SimulatedBroker) -> None:
+        server = b.server
+        server.dispatch_budget_s = budget_s  # 0: the first request of a round is started, no more
+        dispatch = server._dispatch
+
+        def counting_dispatch() -> None:
+            before = server.run_queue.dispatches
+            dispatch()
+            per_round.append(server.run_queue.dispatches - before)
+
+        server._dispatch = counting_dispatch  # type: ignore[method-assign]
+        flooders = [await FrameClient.connect(b.host, b.port) for _ in range(20)]
+        for f in flooders:
+            await f.send_raw(b"".join(encode_request(umr(5), 8, i, "flood") for i in range(10)))
+        for f in flooders:
+            for _ in range(10):
+                await f.read_frame()
+            await f.close()
+
+    run(body)
+    assert sum(per_round) == 200 and max(per_round) == most and min(per_round) >= 1
