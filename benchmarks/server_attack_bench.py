@@ -736,7 +736,9 @@ def attack_9(args: argparse.Namespace, figures: list[Figure]) -> bool:
           f"client's p99 {under * 1000:.1f} ms against {alone * 1000:.1f} ms alone, ratio {ratio:.1f}x"
           f"{'' if still_flooding else ' (the flood ended before the polite client did: rerun with more requests)'}; "
           f"target <= 5x: {'met' if met else 'NOT met'}; the flooders got {rate:,.0f} answers/s, the broker's CPU "
-          f"{cpu * 1e6:.0f} us per answer (utime + stime, which other load does not inflate) ({load()})")
+          f"{cpu * 1e6:.0f} us per answer (utime + stime) ({load()})")
+    figures.append(Figure(what=f"a polite client's p99 under {args.flooders} flooding clients", value=under, unit="s",
+                          peer="its p99 alone", peer_value=alone, ratio=ratio, ratio_of="p99", target="<= 5x", met=met))
     ahead = sorted(requests_ahead(args))
     print(f"   flooders' requests started ahead of a polite one (a count, whatever the load): median "
           f"{ahead[len(ahead) // 2]}, p99 {p99(ahead)}, max {ahead[-1]} (of {args.flooders} flooders; {load()})")
@@ -747,8 +749,6 @@ def attack_9(args: argparse.Namespace, figures: list[Figure]) -> bool:
     figures.append(Figure(what=f"answers per second to {args.flooders} flooding clients", value=rate, unit="1/s"))
     figures.append(Figure(what=f"the broker's CPU per answer under {args.flooders} flooding clients", value=cpu,
                           unit="s"))
-    figures.append(Figure(what=f"a polite client's p99 under {args.flooders} flooding clients", value=under, unit="s",
-                          peer="its p99 alone", peer_value=alone, ratio=ratio, ratio_of="p99", target="<= 5x", met=met))
     return met
 
 
