@@ -29,7 +29,9 @@ Issue 24 (each against its target, the bound or a peer measured in the same run)
 8. 20 connections each ask for a 95 MiB StopReplica answer: peak RSS growth against the budget + 2
    answers, and a probe's latency meanwhile.
 9. --flooders (50) x --flood-requests (1,000) pipelined requests: a polite client's p99 against its
-   p99 alone (target <= 5x); the flooders' answers per second, and the broker's CPU per answer.
+   p99 alone (target <= 5x); the flooders' answers per second, and the broker's CPU per answer;
+   then, on a broker that notes when it starts each request, how many flooders' requests it
+   starts between a polite request's send and its own (a count: other load does not change it).
 10. 1,000 fake ids heartbeating on 4 connections at --max-brokers 1000: a new broker's answer (0);
    controller CPU per heartbeat with 2,000 brokers against 100 (O(1): target <= 1.5x).
 11. Decoded size over frame size per api (worst shapes, tracemalloc) against the server's table.
