@@ -296,8 +296,8 @@ def test_a_polite_request_is_served_between_a_flooders_requests() -> None:
 
     b = run(body)
     polite_at = next(r.ordinal for r in b.received if r.connection == 2)
-    # One request in flight per connection, one step per loop round: the polite request is not
-    # queued behind the flooder's 400 (before: every frame of a 64 KiB read was handled first).
+    # One request in flight per connection, and a fair run queue (fair_queue.py): the polite request
+    # is not queued behind the flooder's 400 (before: every frame of a 64 KiB read was handled first).
     assert polite_at - sent_at[0] <= 5
     assert b.server.stats.pipelined == 399
 
