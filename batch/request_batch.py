@@ -494,18 +494,25 @@ class ControllerBrokerRequestBatch:
                 except TypeError as e:
                     raise TypeError(f"entries[{index}]: {e}") from None
                 raise
-            for broker_id in targets:
-                inner = requests.get(broker_id)
-                if inner is None:
-                    inner = requests[broker_id] = {}
-                if is_new:
-                    new_brokers.add(broker_id)
-                elif new_brokers and broker_id in new_brokers:
-                    prev = inner.get(tp)
-                    if prev is not None and prev.is_new:
-                        inner[tp] = attrs.evolve(state, is_new=True)  # sticky (CCM:424)
-                        continue
-                inner[tp] = state
+            if is_new or new_brokers:
+                for broker_id in targets:
+                    inner = requests.get(broker_id)
+                    if inner is None:
+                        inner = requests[broker_id] = {}
+                    if is_new:
+                        new_brokers.add(broker_id)
+                    elif broker_id in new_brokers:
+                        prev = inner.get(tp)
+                        if prev is not None and prev.is_new:
+                            inner[tp] = attrs.evolve(state, is_new=True)  # sticky (CCM:424)
+                            continue
+                    inner[tp] = state
+            else:  # no is_new state in the batch: no flag to keep
+                for broker_id in targets:
+                    inner = requests.get(broker_id)
+                    if inner is None:
+                        inner = requests[broker_id] = {}
+                    inner[tp] = state
             version = hints.broker_membership_version
             if version != self._membership_seen:
                 self._add_brokers(ctx.live_or_shutting_down_broker_ids)  # type: ignore[union-attr]

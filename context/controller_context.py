@@ -219,9 +219,13 @@ class ControllerContext:
         replicas = () if assignment is None else assignment.replicas
         if self.shutting_down_broker_ids or self._replicas_on_offline_dirs:
             offline = self.offline_replicas(partition, replicas)
-        else:  # the common case, inline: offline means not live (checked in C first)
-            dead = set(replicas).difference(self._live_broker_epochs)
-            offline = tuple([r for r in replicas if r in dead]) if dead else ()
+        else:  # the common case, inline: offline means not live; no set built when all are live
+            live = self._live_broker_epochs
+            offline = ()
+            for r in replicas:
+                if r not in live:
+                    offline = tuple([r for r in replicas if r not in live])
+                    break
         return info, replicas, offline, partition.topic in self._topics_to_be_deleted
 
     def offline_replicas(self, partition: TopicPartition, replicas: Iterable[int]) -> tuple[int, ...]:

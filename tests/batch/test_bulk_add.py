@@ -173,6 +173,53 @@ def test_the_failover_scenario_sends_the_same_frames_either_way() -> None:
     assert len(frames[0]) == 2 * c.brokers
 
 
+@st.composite
+def _failover_runs(draw: st.DrawFn) -> tuple[Cluster, list[int], list[tuple[int, bool]]]:
+    """A failover-shaped cluster (build_context), brokers to take down after it is built (their
+    replicas offline: the UpdateMetadata view's offline path), and the adds: every partition once
+    in order with a drawn is_new, then some partitions again (sticky is_new, last add wins)."""
+    brokers = draw(st.integers(1, 8))
+    c = Cluster(
+        partitions=draw(st.integers(1, 120)), brokers=brokers,
+        replication_factor=draw(st.integers(1, min(3, brokers))), partitions_per_topic=draw(st.integers(1, 9)),
+    )
+    down = draw(st.lists(st.integers(0, brokers - 1), unique=True, max_size=brokers - 1))
+    firsts = [(p, draw(st.booleans())) for p in range(c.partitions)]
+    again = draw(st.lists(st.tuples(st.integers(0, c.partitions - 1), st.booleans()), max_size=20))
+    return c, down, firsts + again
+
+
+@SETTINGS
+@given(_failover_runs(), st.booleans())
+def test_failover_bulk_adds_send_the_frames_of_single_adds(run: Any, as_tuple: bool) -> None:
+    """Random failover clusters: the bulk add (its branch without is_new states and the one
+    with them, entered mid-call) ends and sends exactly as the single adds do."""
+    c, down, adds = run
+    ctx, entries = build_context(c)
+    ctx.remove_live_brokers(down)
+    states, frames = [], []
+    for bulk_add in (True, False):
+        transport = RecordingTransport()
+        batch = ControllerBrokerRequestBatch(c.controller_id, ctx, "3.9-IV0", transport)
+        batch.new_batch()
+        chosen = [(entries[p][2].replicas, *entries[p], is_new) for p, is_new in adds]
+        if bulk_add:
+            batch.add_leader_and_isr_requests_for_partitions(
+                (tuple(ids) if as_tuple else list(ids), tp, lead, ra, n) for ids, tp, lead, ra, n in chosen
+            )
+        else:
+            for ids, tp, lead, ra, n in chosen:
+                batch.add_leader_and_isr_request_for_brokers(ids, tp, lead, ra, n)
+        states.append(_state(batch))
+        batch.send_requests_to_brokers(c.controller_epoch)
+        frames.append(_frames(transport))
+    assert states[0] == states[1]
+    assert frames[0] == frames[1]
+    live_replicas = {b for ids, *_ in chosen for b in ids if b not in down}
+    assert {b for b, api, _ in frames[0] if api == 4} == live_replicas  # LeaderAndIsr to each live replica
+    assert {b for b, api, _ in frames[0] if api == 6} == set(range(c.brokers)) - set(down)  # UpdateMetadata to all live
+
+
 # ---------------------------------------------------------------------------- the edge
 
 
