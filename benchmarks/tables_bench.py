@@ -12,8 +12,9 @@ as benchmarks/replay_bench.py), then, each in a process of its own (so none inhe
 heap or page cache state beyond the file cache):
 - the peer: the one-process reader decoding every batch of the log (``History.batches()``, the
   reading loop both engines use: CRC, decode, checks), nothing else;
-- the same process also making the table's rows from them (record_rows: JSON and Arrow), the
-  work the data source does, in one process;
+- the table's rows of the whole log made in one process by the data source's own code
+  (plan.read_part of one partition holding the whole log: the reader in the JSON form, then
+  record_rows' Arrow batches), the work the data source does;
 - the data source on ``local[2]`` materialising every record (``df.write.format("noop")``): the
   wall time of the second of two such jobs in one session (the session's start and the first
   job, which also starts the Python workers and imports ctrlbatch in them, are printed, not
@@ -75,10 +76,11 @@ def child(kind: str, log: str) -> dict[str, Any]:
             records += len(batch.records) + len(batch.control_records)
         return {"seconds": time.monotonic() - start, "rows": records}
     if kind == "rows":
-        from ctrlbatch.replay.tables.record_rows import record_batches
+        from ctrlbatch.replay.tables.options import TableOptions
+        from ctrlbatch.replay.tables.plan import Part, read_part
 
         start = time.monotonic()
-        rows = sum(b.num_rows for b in record_batches(open_history(log).batches(), include_noops=False))
+        rows = sum(b.num_rows for b in read_part(TableOptions(path=log), Part(0, "log")))  # the whole log, one part
         return {"seconds": time.monotonic() - start, "rows": rows}
     from ctrlbatch.replay import register
     from ctrlbatch.replay.spark.session import spark_session

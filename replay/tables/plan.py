@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ..log.reading import Position, ReadFrom
 from ..log.sources import History, open_history
+from .json_fused import JSON_FORM
 from .options import TableOptions
 from .record_rows import ROWS_PER_BATCH, record_batches
 
@@ -130,7 +131,7 @@ def read_part(options: TableOptions, part: Part, rows: int = ROWS_PER_BATCH) -> 
     if part.kind == "text":
         yield from record_batches(history.batches(), include_noops=noops, rows=rows)
         return
-    reader = history.reader(ReadFrom(*part.begin), part.stop)
+    reader = history.reader(ReadFrom(*part.begin), part.stop, form=JSON_FORM)
     batches = iter(reader)
     if part.overlap:
         seg, pos = part.begin

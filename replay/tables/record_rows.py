@@ -79,7 +79,8 @@ class RecordColumns:
                     types.append(RECORD_TYPE_NAMES.get(nxt.type, str(nxt.type)))
                     type_ids.append(nxt.type)
                     versions.append(nxt.version)
-                    datas.append(text(nxt.data, nxt.version))
+                    d: Any = nxt.data
+                    datas.append(d if d.__class__ is str else text(d, nxt.version))
                     nxt = next(records, None)
                 else:
                     types.append(_NOOP_NAME)
@@ -92,7 +93,8 @@ class RecordColumns:
                 types.append(RECORD_TYPE_NAMES.get(r.type, str(r.type)))
                 type_ids.append(r.type)
                 versions.append(r.version)
-                datas.append(text(r.data, r.version))
+                d = r.data  # JSON text in the reader's JSON form (json_fused.JSON_FORM)
+                datas.append(d if d.__class__ is str else text(d, r.version))
         n = len(offsets) - n_before
         if n == 1:  # most batches of a KRaft log hold one record
             bases.append(base)
