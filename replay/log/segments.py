@@ -22,6 +22,9 @@ CRC-checking every batch, 17.3 to 9.4 us a record):
   the fast path never decides anything the reference path would decide otherwise
   (tests/replay/test_reading_fast.py: values and errors, random and corrupted batches).
 - Batches and records are built by trusted constructors (records.py's rules).
+- A reader may ask for another form of a data record's data (``RecordForm``: the records
+  table's JSON text, tables/json_fused.py): the form's fast function takes the fast decoder's
+  place, and the fallback converts what decode_value gives; nothing else of the reading changes.
 """
 
 from __future__ import annotations

@@ -21,7 +21,9 @@ Rules of this module:
   field is compared with its default as json_fast does; then each written field becomes its
   JSON piece and the struct one f-string (or, with tagged fields, its written pieces joined).
   A uuid becomes its quoted text as it is read (a topic id recurs: the text of the last 16,384
-  ids is kept), and a tagged uuid's or struct's default is compared as its text.
+  ids is kept). A tagged uuid or single struct (none in the catalog) would be compared with an
+  object default: such a spec gets no fused decoder (``_fusable``), its records take the
+  reference path.
 - Memoised per (type, version); ``JSON_FORM`` is the reader's record form that gives a data
   record's ``data`` as this text (segments.RecordForm).
 """
@@ -34,14 +36,14 @@ import json
 import uuid
 from typing import Any
 
-from ctrlbatch.requests import wire
+from ctrlbatch.requests.emit import Source
 from ctrlbatch.requests.gen_decoder import DecoderGen
 from ctrlbatch.requests.spec import ZERO_UUID, FieldSpec, StructSpec, camel_case, fields_at
 
 from ..log.segments import RecordForm
 from ..schema.json_convert import uuid_to_json
 from ..schema.metadata_classes import RECORD_CLASSES
-from ..schema.record_classes import FastDecoder
+from ..schema.record_classes import FastDecoder, _ruv_short_first
 from .json_fast import to_json_text
 
 __all__ = ["JSON_FORM", "json_decoder", "json_decoder_source"]
@@ -71,7 +73,8 @@ def _bool_text(v: bool) -> str:
     return "true" if v else "false"
 
 
-# element type -> the function making its JSON text (None: str, for the integer types)
+# element type -> the function making its JSON text (None: str, the integer types; "": the value
+# is its text already, a uuid)
 _SCALAR_TEXT: dict[str, str | None] = {
     "bool": "_jbool", "int8": None, "int16": None, "uint16": None, "int32": None, "uint32": None, "int64": None,
     "float64": "_jfloat", "string": "_jstr", "bytes": "_jbytes", "records": "_jbytes", "uuid": "",
@@ -87,14 +90,6 @@ class FusedGen(DecoderGen):
             _UUID=_uuid_text, _Z=_uuid_text(ZERO_UUID.bytes), _ruv=_ruv_short_first, _jbool=_bool_text,
             _jfloat=_float, _jstr=_esc, _jbytes=_bytes_text,
         )
-
-    def default_expr(self, f: FieldSpec) -> str:
-        if version_in(f, self.v) and f.tagged_versions is not None and self.v in f.tagged_versions:
-            if f.struct is not None and not f.is_array and f.default != "null":
-                return self.src.const(to_json_text(self.classes[f.element_type](), self.v), "_d")
-            if f.type == "uuid":
-                return self.src.const(_uuid_text(f.default_value().bytes), "_d")
-        return super().default_expr(f)
 
     def struct_body(self, st: StructSpec, where: str, cls_name: str) -> str:
         """Emit reads for one struct (the decoder's); return the variable holding its JSON text."""
@@ -173,17 +168,16 @@ class FusedGen(DecoderGen):
         return f"'null' if {v} is None else {text}" if nullable else text
 
 
-def version_in(f: FieldSpec, version: int) -> bool:
-    return version in f.versions
-
-
-def _ruv_short_first(buf: bytes, pos: int) -> tuple[int, int]:
-    """wire.read_uvarint with its one-byte case first (record_classes' helper)."""
-    if pos < len(buf):
-        b = buf[pos]
-        if b < 0x80:
-            return b, pos + 1
-    return wire.read_uvarint(buf, pos)
+def _fusable(st: StructSpec) -> bool:
+    """No tagged uuid and no tagged single struct (whose defaults would be compared as objects);
+    no metadata record has one. A spec that has one gets no fused decoder: its records take the
+    reference path (decode_value, then to_json_text)."""
+    for f in st.fields:
+        if str(f.tagged_versions) != "none" and (f.type == "uuid" or (f.struct is not None and not f.is_array)):
+            return False
+        if f.struct is not None and not _fusable(f.struct):
+            return False
+    return True
 
 
 def _classes(type_id: int) -> dict[str, type] | None:
@@ -200,26 +194,31 @@ def _classes(type_id: int) -> dict[str, type] | None:
     return classes
 
 
-def json_decoder_source(type_id: int, version: int) -> str | None:
-    """The generated source of json_decoder(type_id, version) (for reading and tests)."""
+def _generated(type_id: int, version: int) -> Source | None:
+    """FusedGen's source for a known (type, version) of a fusable spec, else None."""
     classes = _classes(type_id)
     cls = RECORD_CLASSES.get(type_id)
     if classes is None or cls is None or not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
         return None
-    text: str = FusedGen(cls.MESSAGE, version, classes).build().text()
-    return text
+    if not _fusable(cls.MESSAGE.struct):
+        return None
+    return FusedGen(cls.MESSAGE, version, classes).build()
+
+
+def json_decoder_source(type_id: int, version: int) -> str | None:
+    """The generated source of json_decoder(type_id, version) (for reading and tests)."""
+    src = _generated(type_id, version)
+    return None if src is None else src.text()
 
 
 @functools.cache
 def json_decoder(type_id: int, version: int) -> FastDecoder | None:
     """(buf, pos) -> (JSON text, end) of metadata record type_id at version, or None for an
     unknown type or version (module rules)."""
-    classes = _classes(type_id)
-    cls = RECORD_CLASSES.get(type_id)
-    if classes is None or cls is None or not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+    src = _generated(type_id, version)
+    if src is None:
         return None
-    src = FusedGen(cls.MESSAGE, version, classes).build()
-    fn: FastDecoder = src.compile(f"<ctrlbatch json decode {cls.MESSAGE.name} v{version}>")["decode"]
+    fn: FastDecoder = src.compile(f"<ctrlbatch json decode {RECORD_CLASSES[type_id].MESSAGE.name} v{version}>")["decode"]
     return fn
 
 

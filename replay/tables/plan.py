@@ -5,7 +5,8 @@ Rules of this module (record batch v2: DefaultRecordBatch.java:44-100, kafka-met
   segments (as spark/ranges.py's batch_cuts does) and cuts at the first batch start past every
   ``unit_bytes``, remembering the batch before each cut.
 - A partition reads its range through the one reading loop (``History.reader``: the same
-  checks, snapshot trim and skip-corrupt rule as the replay), starting one batch early, at the
+  checks, snapshot trim and skip-corrupt rule as the replay; in the JSON record form,
+  json_fused.py, so data records arrive as their ``data`` text), starting one batch early, at the
   batch before its cut, and drops that batch's rows: the offset and epoch checks then meet the
   partition's first batch in the state the sequential read has there (the batch before it
   accepted), so a gap, an overlap or an epoch without a LeaderChange across a cut fails (or is

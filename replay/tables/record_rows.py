@@ -9,8 +9,10 @@ kafka-metadata-log-format.md 1.2: a data record's payload is its JSON, DumpLogSe
   is lost), a control batch's control records. This is jsonl.batch_lines' walk, so the rows of
   a batch are its JSON lines (tests/replay/test_tables_rows.py checks them line for line).
 - ``data`` is json_convert.to_json at the record's version (control records at version 0),
-  compact (no spaces), keys in schema order: byte-for-byte what write_jsonl writes; made by
-  json_fast.to_json_text (the same text, compiled per record class and version: 5x faster).
+  compact (no spaces), keys in schema order: byte-for-byte what write_jsonl writes. A binary
+  log's data records come as that text already (the reader's JSON form, json_fused.py: decoded
+  straight from their bytes); other records' text is made here by json_fast.to_json_text (the
+  same text, compiled per record class and version).
 - A text input's batches name their file ``<jsonl:PATH>`` / ``<dump:PATH>`` and a line as their
   position: ``file`` is PATH.
 - Rows are gathered as column lists and cut into Arrow record batches of at most
