@@ -43,7 +43,7 @@ from ctrlbatch.requests.spec import ZERO_UUID, FieldSpec, StructSpec, camel_case
 from ..log.segments import RecordForm
 from ..schema.json_convert import uuid_to_json
 from ..schema.metadata_classes import RECORD_CLASSES
-from ..schema.record_classes import FastDecoder, _ruv_short_first
+from ..schema.record_classes import FastDecoder, ruv_short_first
 from .json_fast import to_json_text
 
 __all__ = ["JSON_FORM", "json_decoder", "json_decoder_source"]
@@ -87,7 +87,7 @@ class FusedGen(DecoderGen):
     def __init__(self, spec: Any, version: int, classes: dict[str, type]) -> None:
         super().__init__(spec, version, classes)
         self.src.namespace.update(
-            _UUID=_uuid_text, _Z=_uuid_text(ZERO_UUID.bytes), _ruv=_ruv_short_first, _jbool=_bool_text,
+            _UUID=_uuid_text, _Z=_uuid_text(ZERO_UUID.bytes), _ruv=ruv_short_first, _jbool=_bool_text,
             _jfloat=_float, _jstr=_esc, _jbytes=_bytes_text,
         )
 
