@@ -12,8 +12,9 @@ as benchmarks/replay_bench.py), then, each in a process of its own (so none inhe
 heap or page cache state beyond the file cache):
 - the peer: the one-process reader decoding every batch of the log (``History.batches()``, the
   reading loop both engines use: CRC, decode, checks), nothing else;
-- the same process also making the table's rows from them (record_rows: JSON and Arrow), the
-  work the data source does, in one process;
+- the table's rows of the whole log made in one process by the data source's own code
+  (plan.read_part of one partition holding the whole log: the reader in the JSON form, then
+  record_rows' Arrow batches), the work the data source does;
 - the data source on ``local[2]`` materialising every record (``df.write.format("noop")``): the
   wall time of the second of two such jobs in one session (the session's start and the first
   job, which also starts the Python workers and imports ctrlbatch in them, are printed, not
@@ -75,10 +76,11 @@ def child(kind: str, log: str) -> dict[str, Any]:
             records += len(batch.records) + len(batch.control_records)
         return {"seconds": time.monotonic() - start, "rows": records}
     if kind == "rows":
-        from ctrlbatch.replay.tables.record_rows import record_batches
+        from ctrlbatch.replay.tables.options import TableOptions
+        from ctrlbatch.replay.tables.plan import Part, read_part
 
         start = time.monotonic()
-        rows = sum(b.num_rows for b in record_batches(open_history(log).batches(), include_noops=False))
+        rows = sum(b.num_rows for b in read_part(TableOptions(path=log), Part(0, "log")))  # the whole log, one part
         return {"seconds": time.monotonic() - start, "rows": rows}
     from ctrlbatch.replay import register
     from ctrlbatch.replay.spark.session import spark_session
@@ -88,23 +90,32 @@ def child(kind: str, log: str) -> dict[str, Any]:
     register(spark)
     started = time.monotonic() - start
     frame = spark.read.format("kraft_metadata").load(log)
-    times, cpu = [], 0.0
+    times, cpu, jvm = [], 0.0, 0.0
     for _ in range(2 if kind == "spark-count" else 1):  # the first job starts the Python workers
         before = tree_cpu()
         start = time.monotonic()
         frame.write.format("noop").mode("overwrite").save()
         times.append(time.monotonic() - start)
-        cpu = tree_cpu() - before
+        after = tree_cpu()
+        cpu = sum(after.values()) - sum(before.values())
+        jvm = sum(c - before.get(pid, 0.0) for pid, c in after.items() if _is_jvm(pid))
     count = frame.count() if kind == "spark-count" else None  # the rows, counted outside the timing
     spark.stop()
-    return {"seconds": times[-1], "job_cpu_seconds": cpu, "first_job": times[0], "session_start": started,
-            "rows": count}
+    return {"seconds": times[-1], "job_cpu_seconds": cpu, "job_jvm_cpu_seconds": jvm, "first_job": times[0],
+            "session_start": started, "rows": count}
 
 
-def tree_cpu() -> float:
-    """CPU seconds used so far by this process and its descendants (the JVM, Python workers)."""
-    pids = (os.getpid(), *_descendants(os.getpid()))
-    return sum(_cpu_seconds(pid) or 0.0 for pid in pids)
+def tree_cpu() -> dict[int, float]:
+    """CPU seconds used so far by this process and each of its descendants (the JVM, Python
+    workers; one that starts and ends between two calls is not seen: none does in a second job)."""
+    return {pid: _cpu_seconds(pid) or 0.0 for pid in (os.getpid(), *_descendants(os.getpid()))}
+
+
+def _is_jvm(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].endswith(b"java")
+    except OSError:
+        return False
 
 
 def run(kind: str, log: Path) -> dict[str, Any]:
@@ -193,7 +204,9 @@ def report(runs: dict[str, dict[str, Any]], big: dict[str, Any] | None, args: ar
     same_work = spark["seconds"] / rows["seconds"]
     print(f"  vs the one-process reader making the same rows (decode, JSON, Arrow) {rows['seconds']:.1f} s "
           f"(load {rows['loadavg']:.2f}): x{same_work:.2f}")
-    print(f"  CPU: the timed job {spark['job_cpu_seconds']:.1f} s (driver, JVM, workers) vs {rows['cpu_seconds']:.1f} s "
+    python = spark["job_cpu_seconds"] - spark["job_jvm_cpu_seconds"]
+    print(f"  CPU: the timed job {spark['job_cpu_seconds']:.1f} s (JVM {spark['job_jvm_cpu_seconds']:.1f} s, driver and "
+          f"Python workers {python:.1f} s) vs {rows['cpu_seconds']:.1f} s "
           f"for the one-process rows and {read['cpu_seconds']:.1f} s for the decoding alone (whole processes): the "
           f"table's work is x{rows['cpu_seconds'] / read['cpu_seconds']:.2f} the decoding's, so 2 cores bound the "
           f"data source at x{rows['cpu_seconds'] / read['cpu_seconds'] / 2:.2f} of the reader even without overhead")

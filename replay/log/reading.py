@@ -44,7 +44,7 @@ import attrs
 
 from .errors import ReadStats, ReplayInputError
 from .records import LEADER_CHANGE, LogBatch
-from .segments import SegmentReader, count_batch
+from .segments import RecordForm, SegmentReader, count_batch
 
 __all__ = ["LogReader", "OffsetCheck", "EpochCheck", "Position", "ReadFrom", "text_batches", "trim_batch"]
 
@@ -171,7 +171,7 @@ class LogReader:
     module rules say. ``source`` and ``kind`` are the history's; ``segments`` its .log files in
     offset order (none for text inputs, which are read whole from source)."""
 
-    __slots__ = ("_at", "_segment", "begin", "epochs", "kind", "offsets", "segments", "skip_corrupt",
+    __slots__ = ("_at", "_segment", "begin", "epochs", "form", "kind", "offsets", "segments", "skip_corrupt",
                  "snapshot", "source", "start_offset", "stats", "stop")
 
     def __init__(
@@ -186,7 +186,9 @@ class LogReader:
         begin: ReadFrom | None = None,
         stop: Position | None = None,
         snapshot: str | None = None,
+        form: RecordForm | None = None,
     ) -> None:
+        self.form = form  # binary inputs' data records' form (segments.RecordForm; None: decoded)
         self.source, self.kind, self.segments, self.snapshot = source, kind, segments, snapshot
         self.start_offset, self.stats, self.skip_corrupt = start_offset, stats, skip_corrupt
         self.begin = ReadFrom() if begin is None else begin
@@ -227,7 +229,8 @@ class LogReader:
                 continue
             self._segment = i
             self._at = SegmentReader(
-                self.segments[i], skip_corrupt=self.skip_corrupt, stats=self.stats, start=pos, stop=end, count=False
+                self.segments[i], skip_corrupt=self.skip_corrupt, stats=self.stats, start=pos, stop=end, count=False,
+                form=self.form,
             )
             named = _SEGMENT_NAME.match(os.path.basename(self.segments[i])) if pos == 0 else None
             if named is None:

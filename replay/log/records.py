@@ -104,7 +104,9 @@ def control_type_name(type_id: int) -> str:
 
 @attrs.frozen(repr=False, weakref_slot=False)
 class MetadataRecord:
-    """One data record. Inside a .checkpoint, offset is the snapshot's own offset (from 0)."""
+    """One data record. Inside a .checkpoint, offset is the snapshot's own offset (from 0).
+    A reader in another record form (segments.RecordForm: the records table's JSON form) puts
+    that form in data instead of the decoded object."""
 
     offset: int
     type: int

@@ -22,14 +22,17 @@ CRC-checking every batch, 17.3 to 9.4 us a record):
   the fast path never decides anything the reference path would decide otherwise
   (tests/replay/test_reading_fast.py: values and errors, random and corrupted batches).
 - Batches and records are built by trusted constructors (records.py's rules).
+- A reader may ask for another form of a data record's data (``RecordForm``: the records
+  table's JSON text, tables/json_fused.py): the form's fast function takes the fast decoder's
+  place, and the fallback converts what decode_value gives; nothing else of the reading changes.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
-from typing import BinaryIO
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
 
 import attrs
 import crc32c
@@ -139,10 +142,26 @@ def scan_batches(path: str | os.PathLike[str]) -> Iterator[BatchPointer]:
             f.seek(pos)
 
 
-def decode_batch(buf: bytes, *, source: str, position: int) -> LogBatch:
+@attrs.frozen
+class RecordForm:
+    """What a data record's ``data`` is: the decoded object (``DECODED``) or another form made
+    from the same bytes (the records table's JSON text: tables/json_fused.py). ``fast`` holds
+    the fast function of each (type << 8 | version) met so far, ``make(type_id, version)`` makes
+    one ((buf, pos) -> (data, end), None for an unknown type or version) and ``convert(obj,
+    version)`` turns the reference path's decoded object into the form. A form's fast function
+    must read exactly the bytes the fast decoder reads and raise where it raises (the module
+    rules' fallback then decides, as for decoded records)."""
+
+    fast: dict[int, FastDecoder]
+    make: Callable[[int, int], FastDecoder | None]
+    convert: Callable[[Any, int], Any] | None = None
+
+
+def decode_batch(buf: bytes, *, source: str, position: int, form: RecordForm | None = None) -> LogBatch:
     """Decode one whole batch (buf holds exactly its bytes), CRC-32C verified.
 
-    position is the batch's byte offset in source, for error messages and LogBatch.position."""
+    position is the batch's byte offset in source, for error messages and LogBatch.position;
+    form what data records' data is (None: decoded)."""
     if type(buf) is not bytes:
         if not isinstance(buf, bytes | bytearray | memoryview):
             raise TypeError(f"buf: expected bytes, not {type(buf).__name__}")
@@ -154,7 +173,7 @@ def decode_batch(buf: bytes, *, source: str, position: int) -> LogBatch:
         _check_length(length, len(buf), position)
         if length + PREFIX != len(buf):
             raise _Bad(position, f"the batch header says {length + PREFIX} bytes but {len(buf)} were given")
-        return _decode(buf, 0, len(buf), source, position)
+        return _decode(buf, 0, len(buf), source, position, form)
     except _Bad as e:
         raise ReplayInputError(source, e.position, e.reason) from None
 
@@ -175,8 +194,9 @@ def _zigzag(buf: bytes, pos: int, end: int, at: int) -> tuple[int, int]:
         shift += 7
 
 
-def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> LogBatch:
-    """Decode the batch buf[start:end]; position is the file offset of buf[start]. Raises _Bad."""
+def _decode(buf: bytes, start: int, end: int, source: str, position: int, form: RecordForm | None = None) -> LogBatch:
+    """Decode the batch buf[start:end]; position is the file offset of buf[start]; data records'
+    data in form (None: DECODED). Raises _Bad."""
     at = position - start  # file offset of buf[0]
     (base, _length, epoch, magic, crc, attributes, last_delta, _base_ts, max_ts, _pid, _pe, _seq, count) = (
         _HEADER.unpack_from(buf, start)
@@ -200,7 +220,7 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
     control = bool(attributes & ATTR_CONTROL)
     records: list[MetadataRecord] = []
     controls: list[ControlRecord] = []
-    fast = _FAST
+    fast = _FAST if form is None else form.fast
     noops = 0
     for _ in range(count):
         rec_at = pos
@@ -287,7 +307,7 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
                 if stop == value_end:
                     records.append(make_record(offset, buf[value_at + 1], buf[value_at + 2], data))
                     continue
-            records.append(_generic_record(buf, value_at, value_end, value_len, offset, at, rec_at))
+            records.append(_generic_record(buf, value_at, value_end, value_len, offset, at, rec_at, form or DECODED))
     if pos != end:
         raise _Bad(at + pos, f"{end - pos} bytes after the batch's {count} records")
     return make_batch(
@@ -297,10 +317,10 @@ def _decode(buf: bytes, start: int, end: int, source: str, position: int) -> Log
 
 
 def _generic_record(
-    buf: bytes, value_at: int, value_end: int, value_len: int, offset: int, at: int, rec_at: int
+    buf: bytes, value_at: int, value_end: int, value_len: int, offset: int, at: int, rec_at: int, form: RecordForm
 ) -> MetadataRecord:
-    """A data record through decode_value (the reference path): its error, or its value, and
-    the fast decoder of its (type, version) installed for the records after it."""
+    """A data record through decode_value (the reference path): its error, or its value (in
+    form), and form's fast function of its (type, version) installed for the records after it."""
     if value_len < 0:
         raise _Bad(at + rec_at, f"record at offset {offset} has a null value")
     try:
@@ -308,16 +328,18 @@ def _generic_record(
     except DecodeError as e:
         off = at + (e.offset if e.offset is not None else value_at)
         raise _Bad(off, f"record at offset {offset}: {_describe(e)}") from None
-    if type_id < 0x80 and version < 0x80 and (type_id << 8 | version) not in _FAST:
-        dec = fast_decoder(type_id, version)
+    if type_id < 0x80 and version < 0x80 and (type_id << 8 | version) not in form.fast:
+        dec = form.make(type_id, version)
         if dec is not None:
-            _FAST[type_id << 8 | version] = dec
-    return make_record(offset, type_id, version, data)
+            form.fast[type_id << 8 | version] = dec
+    return make_record(offset, type_id, version, data if form.convert is None else form.convert(data, version))
 
 
 # (type << 8 | version) -> the fast decoder of a data record in a one-byte frame, filled as
 # records of each (type, version) are first decoded through decode_value.
 _FAST: dict[int, FastDecoder] = {}
+DECODED = RecordForm(_FAST, fast_decoder)
+"""The usual form: data records' data is the decoded object."""
 
 
 def _describe(e: DecodeError) -> str:
@@ -366,7 +388,7 @@ class SegmentReader:
     counters alone (a caller that trims batches counts what it keeps); skipped input is always
     reported in stats.corrupt."""
 
-    __slots__ = ("count", "end", "size", "skip_corrupt", "source", "start", "stats", "stop")
+    __slots__ = ("count", "end", "form", "size", "skip_corrupt", "source", "start", "stats", "stop")
 
     def __init__(
         self,
@@ -377,8 +399,10 @@ class SegmentReader:
         start: int = 0,
         stop: int | None = None,
         count: bool = True,
+        form: RecordForm | None = None,
     ) -> None:
         self.source = os.fspath(path)
+        self.form = form
         self.stats = stats_for(skip_corrupt, stats)
         self.skip_corrupt = skip_corrupt
         self.start = start
@@ -391,7 +415,7 @@ class SegmentReader:
         return f"SegmentReader({self.source!r}, bytes {self.start}..{self.stop}, at {self.end})"
 
     def __iter__(self) -> Iterator[LogBatch]:
-        src, stats, skip_corrupt = self.source, self.stats, self.skip_corrupt
+        src, stats, skip_corrupt, form = self.source, self.stats, self.skip_corrupt, self.form
         size = self.size = os.path.getsize(src)
         end_at = size if self.stop is None else min(self.stop, size)
         with open(src, "rb") as f:
@@ -417,7 +441,7 @@ class SegmentReader:
                     total = length + PREFIX
                     if len(buf) - i < total:
                         buf, base, i = _refill(f, buf, i, pos, total, end_at)
-                    batch = _decode(buf, i, i + total, src, pos)
+                    batch = _decode(buf, i, i + total, src, pos, form)
                 except _Bad as e:
                     span = (pos, total) if e.resumable else (pos, end_at - pos)  # the batch, or the rest
                     stats.skip_or_raise(ReplayInputError(src, e.position, e.reason), skip_corrupt, span=span)

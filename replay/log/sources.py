@@ -38,7 +38,7 @@ from .errors import ReadStats, ReplayInputError, stats_for
 from .reading import Kind, LogReader, Position, ReadFrom, trim_batch
 from .reading import text_batches as _text_batches
 from .records import LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER, LogBatch
-from .segments import ATTR_CONTROL, decode_batch, read_segment, scan_batches
+from .segments import ATTR_CONTROL, RecordForm, decode_batch, read_segment, scan_batches
 
 __all__ = ["History", "Kind", "Snapshot", "detect_kind", "open_history", "snapshot_leader", "trim_batch"]
 METADATA_DIR = "__cluster_metadata-0"
@@ -188,8 +188,11 @@ class History:
         """The log batches after the snapshot, in offset order, control batches included."""
         return iter(self.reader())
 
-    def reader(self, begin: ReadFrom | None = None, stop: Position | None = None) -> LogReader:
-        """The one reading loop (reading.LogReader) over the log, or over [begin, stop) of it."""
+    def reader(
+        self, begin: ReadFrom | None = None, stop: Position | None = None, form: RecordForm | None = None
+    ) -> LogReader:
+        """The one reading loop (reading.LogReader) over the log, or over [begin, stop) of it;
+        form: what a binary log's data records' data is (segments.RecordForm; None: decoded)."""
         if self.snapshot is not None and self.snapshot.path == self.source:
             segments: list[str] = []  # the input is the snapshot itself: no log after it
             kind: Kind = "log"
@@ -198,7 +201,7 @@ class History:
         return LogReader(
             source=self.source, kind=kind, segments=segments, start_offset=self.start_offset,
             stats=self.stats, skip_corrupt=self.skip_corrupt, begin=begin, stop=stop,
-            snapshot=self.snapshot.path if self.snapshot is not None else None,
+            snapshot=self.snapshot.path if self.snapshot is not None else None, form=form,
         )
 
 

@@ -144,7 +144,7 @@ def _uuid_of(bytes: bytes) -> uuid.UUID:  # noqa: A002 (the keyword the generate
     return u
 
 
-def _ruv_short_first(buf: bytes, pos: int) -> tuple[int, int]:
+def ruv_short_first(buf: bytes, pos: int) -> tuple[int, int]:
     """wire.read_uvarint with its one-byte case first (every tag and size of a record's tagged fields)."""
     if pos < len(buf):
         b = buf[pos]
@@ -170,5 +170,5 @@ def fast_decoder(type_id: int, version: int) -> FastDecoder | None:
             classes[c.__name__] = c
             todo.extend(c.STRUCT_TYPES.values())
     src = decoder_source(cls.MESSAGE, version, classes)
-    fn: FastDecoder = src.compile(f"<ctrlbatch fast decode {cls.MESSAGE.name} v{version}>", {"_UUID": _uuid_of, "_ruv": _ruv_short_first})["decode"]
+    fn: FastDecoder = src.compile(f"<ctrlbatch fast decode {cls.MESSAGE.name} v{version}>", {"_UUID": _uuid_of, "_ruv": ruv_short_first})["decode"]
     return fn

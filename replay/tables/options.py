@@ -25,8 +25,8 @@ OPTIONS: dict[str, tuple[str | None, str]] = {
                            "records first, then the log from its end offset"),
     "skipCorrupt": ("false", "'true' or 'false': skip corrupt batches (as --skip-corrupt) instead of failing"),
     "includeNoOps": ("false", "'true' or 'false': a row for every NO_OP_RECORD too"),
-    "unitBytes": (None, "a positive integer: input bytes per partition (default: about 1/16 of the log, "
-                        "1 to 64 MiB)"),
+    "unitBytes": (None, "a positive integer: input bytes per partition (default: equal parts of about "
+                        "16 MiB, at most 16 of them, at most 64 MiB each)"),
 }
 _BOOLS = {"true": True, "false": False}
 MAX_UNIT_BYTES = 1 << 40

@@ -9,8 +9,10 @@ kafka-metadata-log-format.md 1.2: a data record's payload is its JSON, DumpLogSe
   is lost), a control batch's control records. This is jsonl.batch_lines' walk, so the rows of
   a batch are its JSON lines (tests/replay/test_tables_rows.py checks them line for line).
 - ``data`` is json_convert.to_json at the record's version (control records at version 0),
-  compact (no spaces), keys in schema order: byte-for-byte what write_jsonl writes; made by
-  json_fast.to_json_text (the same text, compiled per record class and version: 5x faster).
+  compact (no spaces), keys in schema order: byte-for-byte what write_jsonl writes. A binary
+  log's data records come as that text already (the reader's JSON form, json_fused.py: decoded
+  straight from their bytes); other records' text is made here by json_fast.to_json_text (the
+  same text, compiled per record class and version).
 - A text input's batches name their file ``<jsonl:PATH>`` / ``<dump:PATH>`` and a line as their
   position: ``file`` is PATH.
 - Rows are gathered as column lists and cut into Arrow record batches of at most
@@ -79,7 +81,8 @@ class RecordColumns:
                     types.append(RECORD_TYPE_NAMES.get(nxt.type, str(nxt.type)))
                     type_ids.append(nxt.type)
                     versions.append(nxt.version)
-                    datas.append(text(nxt.data, nxt.version))
+                    d: Any = nxt.data
+                    datas.append(d if d.__class__ is str else text(d, nxt.version))
                     nxt = next(records, None)
                 else:
                     types.append(_NOOP_NAME)
@@ -92,7 +95,8 @@ class RecordColumns:
                 types.append(RECORD_TYPE_NAMES.get(r.type, str(r.type)))
                 type_ids.append(r.type)
                 versions.append(r.version)
-                datas.append(text(r.data, r.version))
+                d = r.data  # JSON text in the reader's JSON form (json_fused.JSON_FORM)
+                datas.append(d if d.__class__ is str else text(d, r.version))
         n = len(offsets) - n_before
         if n == 1:  # most batches of a KRaft log hold one record
             bases.append(base)

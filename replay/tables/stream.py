@@ -46,6 +46,7 @@ from ..log.reading import LogReader, ReadFrom
 from ..log.records import LogBatch
 from ..log.segments import HEADER, MAX_BATCH_BYTES, MIN_BATCH_LENGTH, PREFIX
 from ..log.sources import METADATA_DIR
+from .json_fused import JSON_FORM
 from .options import OptionError, TableOptions
 from .record_rows import record_batches
 
@@ -308,6 +309,6 @@ def read_stream_part(options: TableOptions, part: StreamPart) -> Iterator[pa.Rec
     segments = [os.fspath(p) for p in part.segments]
     reader = LogReader(
         source=os.path.dirname(segments[0]), kind="log", segments=segments, start_offset=0, stats=ReadStats(),
-        skip_corrupt=options.skip_corrupt, begin=ReadFrom(0, part.position, part.offset, part.epoch),
+        skip_corrupt=options.skip_corrupt, begin=ReadFrom(0, part.position, part.offset, part.epoch), form=JSON_FORM,
     )
     yield from record_batches(_upto(iter(reader), part), include_noops=options.include_noops)
