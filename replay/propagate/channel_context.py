@@ -10,8 +10,9 @@ Rules (kafka-migration-propagator.md §3; MigrationControllerChannelContext.scal
   controller epoch.
 Beyond Kafka: brokers are iterated in ascending id, so UpdateMetadata's LiveBrokers and
 LeaderAndIsr's LiveLeaders come out sorted; the broker views are built once per image broker
-set and shared. The optional hints of ControllerContext that the batch uses to go faster are
-provided (``broker_membership_version``: constant, the image never changes;
+set and shared; a topic's partitions are found by name once per context (the image never
+changes), not through the name's id on every look-up. The optional hints of ControllerContext
+that the batch uses to go faster are provided (``broker_membership_version``: constant, the image never changes;
 ``update_metadata_view``).
 """
 
@@ -30,6 +31,7 @@ __all__ = ["MigrationControllerChannelContext", "leadership_of"]
 
 _EPOCH_DURING_DELETE = LeaderAndIsr.EPOCH_DURING_DELETE
 _NO_EPOCH = LeaderAndIsr.NO_EPOCH
+_UNSEEN: Any = object()
 
 
 class _BrokerView:
@@ -86,16 +88,18 @@ class MigrationControllerChannelContext:
         self._names = image.topic_ids_by_name
         self._topics = image.topics
         self._kraft_epoch = image.epoch
+        self._by_name: dict[str, Mapping[int, PartitionRegistration] | None] = {}  # a topic's partitions by name
 
     def __repr__(self) -> str:
         return f"MigrationControllerChannelContext({self.image!r})"
 
     def _partition(self, tp: TopicPartition) -> PartitionRegistration | None:
-        tid = self._names.get(tp.topic)
-        if tid is None:
-            return None
-        topic = self._topics.get(tid)
-        return None if topic is None else topic.partitions.get(tp.partition)
+        parts = self._by_name.get(tp.topic, _UNSEEN)
+        if parts is _UNSEEN:  # name -> id -> topic once per name: a UUID's hash is Python code
+            tid = self._names.get(tp.topic)
+            topic = None if tid is None else self._topics.get(tid)
+            parts = self._by_name[tp.topic] = None if topic is None else topic.partitions
+        return None if parts is None else parts.get(tp.partition)
 
     def is_topic_deletion_in_progress(self, topic: str) -> bool:
         return topic not in self._names

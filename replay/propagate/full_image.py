@@ -19,6 +19,17 @@ Rules of this module:
   replicas differ, or all of them for another version or controller epoch. Entries of topics the image no longer
   holds are dropped once they outnumber the image's topics, so the cache is bounded by the image,
   never by the log.
+- Cost in what changed, not in the topic's size: a topic of thousands of partitions is touched
+  by almost every delta, so its entry is almost never reused whole. When only its TopicImage
+  object changed (same registered brokers, version, epoch) and its mapping has the entry's
+  partitions in the entry's order (apply_delta updates a copy of the old mapping, so a changed
+  partition keeps its place), the changed registrations are found by identity in C
+  (``_changed``: itertools.compress over operator.is_not) and only they are re-encoded, then the
+  kept states joined; otherwise (new partitions, another order, another broker set) the entry is
+  walked partition by partition as above. Measured on a 1M-record log of 10 topics x 5,000
+  partitions (/tmp A/B in one process, both bodies compared, load 6-7 on 2 cores): 184 bodies
+  5.54 s -> 2.87 s CPU; the 2,000-topic default shape 4.76 s -> 4.08 s (the rest is the
+  re-encoding of the partitions that did change and the join).
 - Why the bytes cannot differ: a topic state's bytes are a function of exactly the key's parts
   (name and id are the TopicImage's; the states are built as the batch builds a state from the
   context: ``_state``, the same maker and values as ``_add_update_metadata_partition``), and the
@@ -35,6 +46,8 @@ Rules of this module:
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
@@ -132,7 +145,13 @@ def _states(topic: TopicImage, controller_epoch: int, registered: Collection[int
 class _Entry:
     """A topic's piece: its whole encoded topic state, its head (name, id), and each partition
     state's bytes with the registration object and offline replicas they were encoded from (a
-    touched topic, or a new set of registered brokers, re-encodes only the states that differ)."""
+    touched topic, or a new set of registered brokers, re-encodes only the states that differ).
+
+    The partition columns (``keys``, ``regs``, ``offline``, ``slots``) are in the order of the
+    partitions mapping the entry was built from (apply_delta keeps a topic's order: its new
+    mapping is the old one updated), ``states`` in partition order (``slots[i]`` is where the
+    state of ``keys[i]`` sits), so a touched topic with the same partitions finds what changed
+    by comparing registrations by identity in C (``_changed``) and re-encodes only those."""
 
     topic: TopicImage
     version: int
@@ -141,10 +160,24 @@ class _Entry:
     data: bytes
     count: int
     head: Any  # bytes, or their size when sized
-    partitions: dict[int, tuple[PartitionRegistration, tuple[int, ...], Any]]
+    keys: list[int]
+    regs: list[PartitionRegistration]
+    offline: list[tuple[int, ...]]
+    slots: list[int]
+    states: list[Any]  # bytes, or sizes when sized
     size: int = 0
     sized: bool = False
     """Sized, not encoded (sizes only): data is empty, head and each state are their sizes."""
+
+
+def _changed(parts: Mapping[int, PartitionRegistration], entry: _Entry) -> list[int] | None:
+    """The positions (in the entry's order) whose registration object is not the entry's, or
+    None when the mapping's partitions or their order differ from the entry's. The comparison
+    runs in C: no Python step per unchanged partition."""
+    keys = entry.keys
+    if len(parts) != len(keys) or list(parts) != keys:
+        return None
+    return list(itertools.compress(range(len(keys)), map(operator.is_not, parts.values(), entry.regs)))
 
 
 class TopicPieces:
@@ -170,44 +203,94 @@ class TopicPieces:
     def piece(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
               registered: frozenset[int], sizes_only: bool = False) -> _Entry:
         entry = self._entries.get(topic_id)
-        known: dict[int, tuple[PartitionRegistration, tuple[int, ...], Any]] = {}
-        layout = _layout(version)
-        head = None
-        same_brokers = False  # the kept states' offline replicas still hold: only new registrations re-encode
         if entry is not None and entry.controller_epoch == controller_epoch and entry.version == version \
                 and entry.topic.name == topic.name and entry.sized == sizes_only:
-            same_brokers = entry.registered is registered
-            if same_brokers and entry.topic is topic:
-                return entry
-            known, head = entry.partitions, entry.head
-        if head is None:
+            if entry.registered is registered:
+                if entry.topic is topic:
+                    return entry
+                changed = _changed(topic.partitions, entry)
+                if changed is not None:
+                    entry = self._patched(entry, topic, changed)
+                    self._entries[topic_id] = entry
+                    return entry
+            entry = self._built(topic, topic_id, version, controller_epoch, registered, sizes_only, entry)
+        else:
+            entry = self._built(topic, topic_id, version, controller_epoch, registered, sizes_only, None)
+        self._entries[topic_id] = entry
+        return entry
+
+    def _patched(self, entry: _Entry, topic: TopicImage, changed: list[int]) -> _Entry:
+        """The entry for ``topic``, whose partitions are the entry's but for the registrations at
+        ``changed``: those states re-encoded (same registered brokers), the others kept."""
+        if not changed:
+            return attrs.evolve(entry, topic=topic)
+        layout = _layout(entry.version)
+        sized = entry.sized
+        encode = layout.size_state if sized else layout.encode_state
+        registered, epoch, name = entry.registered, entry.controller_epoch, topic.name
+        parts = topic.partitions
+        keys, slots = entry.keys, entry.slots
+        regs, offline, states = entry.regs.copy(), entry.offline.copy(), entry.states.copy()
+        size = entry.size
+        for i in changed:
+            p = keys[i]
+            reg = parts[p]
+            off = tuple([r for r in reg.replicas if r not in registered])
+            state = encode(_state(name, p, reg, epoch, off))
+            self.encoded += 1
+            slot = slots[i]
+            if sized:
+                size += state - states[slot]
+            regs[i], offline[i], states[slot] = reg, off, state
+        if sized:
+            data = b""
+        else:
+            data = b"".join((entry.head, array_count(len(keys), layout.flexible), *states, layout.topic_tail))
+            size = len(data)
+        return _Entry(topic, entry.version, epoch, registered, data, entry.count, entry.head, keys, regs, offline,
+                      slots, states, size, sized)
+
+    def _built(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
+               registered: frozenset[int], sizes_only: bool, old: _Entry | None) -> _Entry:
+        """The entry walked partition by partition: with ``old`` (same version, epoch, name and
+        kind), a state is re-encoded only if its registration object or offline replicas differ."""
+        layout = _layout(version)
+        known: dict[int, tuple[PartitionRegistration, tuple[int, ...], Any]] = {}
+        if old is not None:
+            known = {p: (old.regs[i], old.offline[i], old.states[old.slots[i]]) for i, p in enumerate(old.keys)}
+            head = old.head
+        else:
             head = layout.topic_head_size(topic.name, topic_id) if sizes_only else layout.topic_head(topic.name, topic_id)
+        same_brokers = old is not None and old.registered is registered
         encode = layout.size_state if sizes_only else layout.encode_state
         name = topic.name
         parts = topic.partitions
-        kept: dict[int, tuple[PartitionRegistration, tuple[int, ...], Any]] = {}
-        count = array_count_size(len(parts), layout.flexible) if sizes_only else array_count(len(parts), layout.flexible)
-        chunks: list[Any] = [head, count]
-        for p in sorted(parts):
+        order = sorted(parts)
+        slot_of = {p: i for i, p in enumerate(order)}
+        states: list[Any] = []
+        for p in order:
             reg = parts[p]
-            old = known.get(p)
-            if old is None or old[0] is not reg or not same_brokers:
-                offline = tuple([r for r in reg.replicas if r not in registered])
-                if old is None or old[0] is not reg or old[1] != offline:
-                    old = (reg, offline, encode(_state(name, p, reg, controller_epoch, offline)))
+            was = known.get(p)
+            if was is None or was[0] is not reg or not same_brokers:
+                off = tuple([r for r in reg.replicas if r not in registered])
+                if was is None or was[0] is not reg or was[1] != off:
+                    was = known[p] = (reg, off, encode(_state(name, p, reg, controller_epoch, off)))
                     self.encoded += 1
-            kept[p] = old
-            chunks.append(old[2])
+                else:
+                    known[p] = was
+            states.append(was[2])
+        keys = list(parts)
+        regs = list(parts.values())
+        offline = [known[p][1] for p in keys]
+        slots = [slot_of[p] for p in keys]
         if sizes_only:
-            chunks.append(len(layout.topic_tail))
-            data, size = b"", sum(chunks)
+            count_size = array_count_size(len(parts), layout.flexible)
+            data, size = b"", head + count_size + sum(states) + len(layout.topic_tail)
         else:
-            chunks.append(layout.topic_tail)
-            data = b"".join(chunks)
+            data = b"".join((head, array_count(len(parts), layout.flexible), *states, layout.topic_tail))
             size = len(data)
-        entry = _Entry(topic, version, controller_epoch, registered, data, len(parts), head, kept, size, sizes_only)
-        self._entries[topic_id] = entry
-        return entry
+        return _Entry(topic, version, controller_epoch, registered, data, len(parts), head, keys, regs, offline,
+                      slots, states, size, sizes_only)
 
     def forget_others(self, image: MetadataImage) -> None:
         """Drop entries of topics the image no longer holds, once they outnumber its topics."""

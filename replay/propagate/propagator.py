@@ -347,14 +347,21 @@ def _delta_plans(
                 "replicas": reg.replicas,
                 "offline_replicas": offline,
             }
+    names, topics = image.topic_ids_by_name, image.topics
+    leadership = ctx.leadership_of
     for change in changes.changed_topics.values():  # MP:187-213
+        # partition_leadership_info(tp) with the name's topic looked up once, not per partition
+        tid = names.get(change.name)
+        now = None if tid is None else topics.get(tid)
+        parts: Mapping[int, PartitionRegistration] = {} if now is None else now.partitions
+        previous = change.previous
         for p, reg in change.partitions.items():
             tp = TopicPartition(change.name, p)
-            info = ctx.partition_leadership_info(tp)
-            if info is not None:
-                b.add_lisr(tp, reg.replicas, info, reg)
-            old_reg = change.previous.get(p)
-            if old_reg is not None:
+            found = parts.get(p)
+            if found is not None:
+                b.add_lisr(tp, reg.replicas, leadership(found), reg)
+            old_reg = previous.get(p)
+            if old_reg is not None and old_reg.replicas != reg.replicas:  # equal lists remove nobody
                 removed = set(old_reg.replicas).difference(reg.replicas)
                 if removed:
                     b.add_stop(tp, removed)

@@ -9,18 +9,29 @@ batch path building every body from scratch; the bodies decode back to the build
 from __future__ import annotations
 
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctrlbatch.batch import UpdateType
 from ctrlbatch.context import MetadataVersion
 from ctrlbatch.replay.engine.skeleton import snapshot_start
 from ctrlbatch.replay.generate.generator import generate_log
 from ctrlbatch.replay.image.deltas import group_deltas
-from ctrlbatch.replay.image.image import apply_delta
+from ctrlbatch.replay.image.image import EMPTY_IMAGE, MetadataImage, TopicImage, apply_delta
+from ctrlbatch.replay.log.records import (
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    REGISTER_BROKER_RECORD,
+    TOPIC_RECORD,
+    UNREGISTER_BROKER_RECORD,
+    MetadataRecord,
+)
 from ctrlbatch.replay.log.sources import open_history
 from ctrlbatch.replay.propagate.full_image import FullImageBody, TopicPieces, full_image_body
 from ctrlbatch.replay.propagate.propagator import (
@@ -30,6 +41,7 @@ from ctrlbatch.replay.propagate.propagator import (
     _image_sends,
     _propagate_changes,
 )
+from ctrlbatch.replay.schema.record_classes import record_class
 from ctrlbatch.requests import UpdateMetadataRequest
 from ctrlbatch.requests.apis import UPDATE_METADATA
 
@@ -130,8 +142,6 @@ def test_pieces_follow_the_image_not_the_log(tmp_path: Path) -> None:
     n = pieces.encoded
     assert n == sum(len(t.partitions) for t in image.topics.values())
     assert body(image).body.data == first.body.data and pieces.encoded == n  # nothing re-encoded
-    import attrs
-
     later = attrs.evolve(image, epoch=image.epoch + 1)
     assert body(later).body.data != first.body.data and pieces.encoded == 2 * n  # the states' controller epoch
     gone = min(image.brokers)
@@ -140,3 +150,104 @@ def test_pieces_follow_the_image_not_the_log(tmp_path: Path) -> None:
     fewer = attrs.evolve(later, brokers={b: r for b, r in later.brokers.items() if b != gone})
     body(fewer)
     assert pieces.encoded == 2 * n + hosted  # a broker leaving re-encodes only the states naming it
+
+
+# ----------------------------------------------------------------------------- a large topic's pieces
+
+LARGE = uuid.UUID(int=41)
+SMALL = uuid.UUID(int=42)
+LARGE_PARTITIONS = 300
+
+
+def _rec(offset: int, type_id: int, version: int = 0, **fields: Any) -> MetadataRecord:
+    cls = record_class(type_id)
+    assert cls is not None
+    return MetadataRecord(offset, type_id, version, cls(**fields))
+
+
+def _register(offset: int, broker: int) -> MetadataRecord:
+    cls: Any = record_class(REGISTER_BROKER_RECORD)
+    ep = cls.BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=9000 + broker, security_protocol=0)
+    return _rec(offset, REGISTER_BROKER_RECORD, 2, broker_id=broker, broker_epoch=offset, end_points=(ep,),
+                fenced=False)
+
+
+def _large_topic_image() -> MetadataImage:
+    """Brokers 1-5 registered (replicas also name 6 and 7: offline), a topic of 300 partitions, one of 3."""
+    records = [_register(b, b) for b in range(1, 6)]
+    for tid, name, n in ((LARGE, "large", LARGE_PARTITIONS), (SMALL, "small", 3)):
+        records.append(_rec(len(records), TOPIC_RECORD, name=name, topic_id=tid))
+        for p in range(n):
+            replicas = [1 + (p + k) % 7 for k in range(3)]
+            records.append(_rec(len(records), PARTITION_RECORD, partition_id=p, topic_id=tid, replicas=replicas,
+                                isr=replicas[:2], leader=replicas[0], leader_epoch=0, partition_epoch=0))
+    image, _ = apply_delta(EMPTY_IMAGE, records, offset=len(records), epoch=4)
+    return image
+
+
+_STEPS = st.one_of(
+    st.tuples(st.just("change"), st.lists(st.integers(0, LARGE_PARTITIONS - 1), min_size=1, max_size=20),
+              st.integers(1, 7)),
+    st.tuples(st.just("add"), st.integers(1, 3), st.integers(1, 7)),
+    st.tuples(st.just("reorder"), st.integers(0, 0), st.integers(0, 0)),
+    st.tuples(st.just("broker"), st.integers(1, 7), st.integers(0, 0)),
+    st.tuples(st.just("epoch"), st.integers(0, 0), st.integers(0, 0)),
+    st.tuples(st.just("same"), st.integers(0, 0), st.integers(0, 0)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(_STEPS, min_size=1, max_size=12), sizes_only=st.booleans())
+def test_a_large_topics_cached_pieces_joined_equal_a_fresh_encode(
+    steps: list[tuple[str, Any, int]], sizes_only: bool
+) -> None:
+    """Random partition changes in a large topic (apply_delta's PartitionChangeRecords), new
+    partitions, a mapping in another order, brokers registering and leaving, a new epoch, a new
+    topic object with the same registrations: after each, the body from the kept pieces equals
+    the body from a fresh TopicPieces; a change of k partitions re-encodes exactly k states."""
+    image = _large_topic_image()
+    pieces = TopicPieces()
+
+    def body(img: MetadataImage, with_pieces: TopicPieces) -> FullImageBody:
+        return full_image_body(with_pieces, img, version=8, controller_id=1, header_epoch=3, update_type=UpdateType.UNKNOWN,
+                               first_broker_epoch=7, live=[r.broker for _, r in sorted(img.brokers.items())],
+                               sizes_only=sizes_only)
+
+    body(image, pieces)
+    offset = 10_000
+    for kind, arg, value in steps:
+        before = pieces.encoded
+        large = image.topics[LARGE]
+        if kind == "change":
+            records = [_rec(offset + i, PARTITION_CHANGE_RECORD, partition_id=p, topic_id=LARGE,
+                            leader=large.partitions[p].replicas[value % 3], isr=large.partitions[p].replicas[:1 + value % 3])
+                       for i, p in enumerate(arg)]
+            image, _ = apply_delta(image, records, offset=offset + len(records), epoch=image.epoch)
+        elif kind == "add":
+            n = len(large.partitions)
+            records = [_rec(offset + i, PARTITION_RECORD, partition_id=n + i, topic_id=LARGE, replicas=[value],
+                            isr=[value], leader=value, leader_epoch=0, partition_epoch=0) for i in range(arg)]
+            image, _ = apply_delta(image, records, offset=offset + arg, epoch=image.epoch)
+        elif kind == "reorder":
+            reordered = dict(reversed(list(large.partitions.items())))
+            image = attrs.evolve(image, topics={**image.topics, LARGE: TopicImage(LARGE, "large", reordered)})
+        elif kind == "broker":
+            if value in image.brokers:
+                image, _ = apply_delta(image, [_rec(offset, UNREGISTER_BROKER_RECORD, broker_id=value,
+                                                    broker_epoch=image.brokers[value].epoch)], offset=offset)
+            else:
+                image, _ = apply_delta(image, [_register(offset, value)], offset=offset)
+        elif kind == "epoch":
+            image = attrs.evolve(image, epoch=image.epoch + 1)
+        else:
+            image = attrs.evolve(image, topics={**image.topics, LARGE: TopicImage(LARGE, "large", dict(large.partitions))})
+        offset += 100
+        if not image.brokers:
+            continue  # no live broker: nothing to send (the propagator never asks)
+        got, fresh = body(image, pieces), body(image, TopicPieces())
+        assert got.body.data == fresh.body.data and got.body.size == fresh.body.size, (kind, arg, value)
+        assert len(got.builder.partition_states) == len(fresh.builder.partition_states)
+        if kind == "change":
+            assert pieces.encoded - before == len(set(arg))  # what changed, not the topic
+        elif kind == "same":
+            assert pieces.encoded == before
