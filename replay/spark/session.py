@@ -26,7 +26,8 @@ Rules of this module (pyspark-notes.md Part B):
   so the C1-only JIT and the serial collector cost it nothing, while the default tiered JIT and
   G1 burnt about 12 s of CPU per run, start-up mostly, on the cores the Python workers need:
   6 s with them (local[2], the 100k-record generated log, load 6-7: 11.8-12.7 -> 5.7-6.1 s of
-  JVM CPU; the workers' CPU unchanged). Not the default of ``spark_session``: DataFrame and
+  JVM CPU; the 1M-record one, load 2-2.7: 11.6 -> 5.6-5.8 s, the whole run 68.2 -> 59.6-62.8 s
+  of CPU, 37.2 -> 34.2-36.1 s; the workers' CPU unchanged). Not the default of ``spark_session``: DataFrame and
   Arrow work in the JVM runs about 2x slower with them (pyspark-notes.md §6.2; tables_bench).
 - The driver's log4j file applies whatever the master (the driver is this process's JVM); a
   cluster's executors keep their own logging.
