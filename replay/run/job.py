@@ -214,10 +214,10 @@ def _run_spark(job: ReplayJob, history: History, out: OutputDir | None, phases: 
     from ..spark.engine import HistorySource, replay_spark
     from ..spark.master import MasterError
     from ..spark.progress import StageProgress
-    from ..spark.session import spark_session
+    from ..spark.session import REPLAY_JAVA_OPTIONS, spark_session
 
     try:
-        spark = spark_session(job.master, quiet=not job.progress)
+        spark = spark_session(job.master, quiet=not job.progress, java_options=REPLAY_JAVA_OPTIONS)
     except MasterError as e:
         raise CommandError(f"--master: {e}") from None
     # Absolute paths: executors of a cluster do not run in the driver's working directory.

@@ -20,6 +20,15 @@ Rules of this module (pyspark-notes.md Part B):
   cannot reach: the JVM's standard error goes through a pipe that forwards every other line.
 - A master is checked before a JVM is started for it, and a session that fails to start is one
   line (spark/master.py): ``MasterError`` for a wrong or unreachable master, within seconds.
+- ``java_options`` (the replay passes ``REPLAY_JAVA_OPTIONS``) go on the driver JVM's command line
+  when this process starts it: the replay's driver JVM only schedules tasks and relays small
+  results (the rows and the groups never pass through it: spark/group_spill.py, spark/write.py),
+  so the C1-only JIT and the serial collector cost it nothing, while the default tiered JIT and
+  G1 burnt about 12 s of CPU per run, start-up mostly, on the cores the Python workers need:
+  6 s with them (local[2], the 100k-record generated log, load 6-7: 11.8-12.7 -> 5.7-6.1 s of
+  JVM CPU; the 1M-record one, load 2-2.7: 11.6 -> 5.6-5.8 s, the whole run 68.2 -> 59.6-62.8 s
+  of CPU, 37.2 -> 34.2-36.1 s; the workers' CPU unchanged). Not the default of ``spark_session``: DataFrame and
+  Arrow work in the JVM runs about 2x slower with them (pyspark-notes.md §6.2; tables_bench).
 - The driver's log4j file applies whatever the master (the driver is this process's JVM); a
   cluster's executors keep their own logging.
 - py4j reports a failed gateway call twice: it raises Py4JNetworkError (which the command turns
@@ -48,7 +57,9 @@ from .master import check_master, session_start
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "SESSION_CONF", "spark_session", "quiet_log4j_file"]
+__all__ = [
+    "DEFAULT_MASTER", "REPLAY_JAVA_OPTIONS", "SESSION_CONF", "driver_java_options", "spark_session", "quiet_log4j_file",
+]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -62,6 +73,9 @@ SESSION_CONF: dict[str, str] = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.python.worker.reuse": "true",
 }
+
+# The replay's driver JVM: C1-only JIT, serial collector (module rules: why, and why not by default).
+REPLAY_JAVA_OPTIONS: tuple[str, ...] = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 # Only for a master we start ourselves: a cluster binds to the addresses it was given.
 LOCAL_CONF: dict[str, str] = {
@@ -168,21 +182,35 @@ def _drop_py4j_tracebacks() -> None:
         root.addFilter(Py4JTracebacks())
 
 
+def _check_java_options(java_options: object) -> None:
+    if not isinstance(java_options, tuple) or not all(isinstance(o, str) and o.startswith("-") for o in java_options):
+        raise ValueError(f"java_options: expected a tuple of JVM options (each starting with '-'), got {java_options!r}")
+
+
+def driver_java_options(java_options: tuple[str, ...] = ()) -> str:
+    """The driver JVM's options: ``java_options``, then errors-only log4j and UTC (module rules)."""
+    _check_java_options(java_options)
+    return " ".join((*java_options, f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()}", "-Duser.timezone=UTC"))
+
+
 def spark_session(
     master: str | None = None,
     *,
     app_name: str = "ctrlbatch-replay",
     conf: dict[str, str] | None = None,
     quiet: bool = False,
+    java_options: tuple[str, ...] = (),
 ) -> SparkSession:
     """Get (or create) the replay's SparkSession.
 
     ``master=None`` means: the launcher's master under spark-submit, else ``local[*]``.
     ``conf`` adds or overrides settings (e.g. ``spark.default.parallelism`` in tests).
     ``quiet`` drops the JVM's start-up warning line too (module rules).
+    ``java_options``: more options for the driver JVM when this call starts it (module rules).
     """
     if master is not None and (not isinstance(master, str) or not master.strip()):
         raise ValueError(f"master must be a Spark master URL such as 'local[2]' or 'spark://host:7077', got {master!r}")
+    _check_java_options(java_options)
     submitted = master is None and _launched_by_spark_submit()
     effective = None if submitted else (master or DEFAULT_MASTER)
     local = effective is not None and effective.startswith("local")
@@ -197,8 +225,7 @@ def spark_session(
     if local:
         settings.update(LOCAL_CONF)
     if not submitted:  # the driver is this process's JVM whatever the master: errors only, in UTC
-        java_opts = f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()} -Duser.timezone=UTC"
-        settings["spark.driver.extraJavaOptions"] = java_opts
+        settings["spark.driver.extraJavaOptions"] = driver_java_options(java_options)
     settings["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
     settings["spark.executorEnv.TZ"] = "UTC"
     settings.update(conf or {})

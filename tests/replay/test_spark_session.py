@@ -95,3 +95,41 @@ def test_py4j_tracebacks_on_the_root_logger_are_dropped_and_nothing_else(tmp_pat
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == ["ERROR:root:ours stays visible"]
+
+
+def test_driver_java_options_put_the_callers_first_then_log4j_and_utc() -> None:
+    from ctrlbatch.replay.spark.session import REPLAY_JAVA_OPTIONS, driver_java_options, quiet_log4j_file
+
+    options = driver_java_options(REPLAY_JAVA_OPTIONS).split()
+    assert options == [*REPLAY_JAVA_OPTIONS, f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()}", "-Duser.timezone=UTC"]
+    assert "-XX:TieredStopAtLevel=1" in options and "-XX:+UseSerialGC" in options
+    assert driver_java_options().split() == options[len(REPLAY_JAVA_OPTIONS):]
+
+
+@pytest.mark.parametrize("bad", [["-Xmx1g"], ("Xmx1g",), ("-Xmx1g", 3), "-Xmx1g"])
+def test_bad_java_options_are_named(bad: Any) -> None:
+    from ctrlbatch.replay.spark.session import driver_java_options
+
+    with pytest.raises(ValueError, match="java_options: expected a tuple of JVM options"):
+        driver_java_options(bad)
+    with pytest.raises(ValueError, match="java_options: expected a tuple of JVM options"):
+        spark_session("local[2]", java_options=bad)
+
+
+def test_the_replay_starts_its_driver_jvm_with_the_replay_java_options(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The replay job asks for REPLAY_JAVA_OPTIONS (the session itself is the tests' shared one)."""
+    from ctrlbatch.common import CommandError
+    from ctrlbatch.replay.run import job
+    from ctrlbatch.replay.spark import session
+    from ctrlbatch.replay.spark.master import MasterError
+
+    seen: dict[str, Any] = {}
+
+    def fake(master: str | None, **kwargs: Any) -> Any:
+        seen.update(kwargs, master=master)
+        raise MasterError("stop here")
+
+    monkeypatch.setattr(session, "spark_session", fake)
+    with pytest.raises(CommandError, match="--master: stop here"):
+        job._run_spark(job.ReplayJob(path=str(tmp_path), master="local[2]"), None, None, {})  # type: ignore[arg-type]
+    assert seen["java_options"] == session.REPLAY_JAVA_OPTIONS and seen["master"] == "local[2]"
