@@ -5,7 +5,10 @@ Rules of this module:
   sibling ``DIR.tmp-XXXX`` that is renamed to ``DIR`` by ``commit()``; any failure (or leaving the
   ``with`` block by an exception, SIGINT or SIGTERM) removes the temporary directory and leaves
   ``DIR`` untouched. commit() and abort() run with SIGINT and SIGTERM blocked, so a signal cannot
-  cut a rename or a removal in half; it is delivered when they are done.
+  cut a rename or a removal in half; it is delivered when they are done. An ``OutputDir`` that
+  goes away neither committed nor aborted removes its ``DIR.tmp-*`` too (weakref.finalize): a
+  signal whose handler runs right after the constructor returns, before the caller's ``try`` holds
+  the object, would otherwise leave it behind (seen once under load in the SIGTERM test).
 - The output is never someone else's data. commit() writes a marker, ``MARKER``, tied to the run
   that wrote it: a run id and, for every file of the output, its size and SHA-256. An existing
   ``DIR`` is replaced only if it is empty or holds such a marker and only files it lists, each of
@@ -37,6 +40,7 @@ import signal
 import stat
 import tempfile
 import uuid
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -91,6 +95,7 @@ class OutputDir:
         try:
             with _signals_deferred():
                 tmp = Path(tempfile.mkdtemp(prefix=f"{self.path.name}.tmp-", dir=parent))
+                self._remove_tmp = weakref.finalize(self, shutil.rmtree, str(tmp), True)
                 umask = os.umask(0)
                 os.umask(umask)
                 tmp.chmod(0o777 & ~umask)  # mkdtemp's 0700 would otherwise become DIR's mode
@@ -145,6 +150,7 @@ class OutputDir:
                     self.path.rename(old / "previous")
                 self.tmp.rename(self.path)  # rename(2) replaces an empty directory atomically
                 self.committed = True
+                self._remove_tmp.detach()
                 if old is not None:
                     shutil.rmtree(old, ignore_errors=True)
             except OSError as e:
@@ -153,7 +159,7 @@ class OutputDir:
 
     def abort(self) -> None:
         with _signals_deferred():
-            shutil.rmtree(self.tmp, ignore_errors=True)
+            self._remove_tmp()  # shutil.rmtree(tmp, ignore_errors=True), once
 
 
 def _own_files(root: Path) -> Iterator[str]:

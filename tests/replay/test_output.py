@@ -43,6 +43,24 @@ def test_a_failure_leaves_no_directory(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_output_dropped_before_any_with_or_try_removes_its_temporary_directory(tmp_path: Path) -> None:
+    """What a signal raised right after the constructor returns does: the object is dropped
+    before the caller's try holds it, so neither __exit__ nor abort() runs."""
+    def interrupted_right_after_construction() -> None:
+        OutputDir(tmp_path / "out")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted_right_after_construction()
+    assert list(tmp_path.iterdir()) == []
+    committed = OutputDir(tmp_path / "kept")
+    write_json(committed.summary_path, {"a": 1})
+    committed.commit()
+    del committed
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]
+    assert json.loads((tmp_path / "kept" / "summary.json").read_text()) == {"a": 1}
+
+
 def test_a_failure_keeps_the_previous_output(tmp_path: Path) -> None:
     target = tmp_path / "out"
     with OutputDir(target) as out:
