@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,13 +36,13 @@ ENV = {
 UNPRIVILEGED = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
 
 
-def ctrlbatch(*args: str, unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
+def ctrlbatch(*args: str, unprivileged: bool = False, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     prefix = UNPRIVILEGED if unprivileged else []
     if prefix:
         assert shutil.which(prefix[0]), "as root, the permission checks need util-linux's setpriv"
     return subprocess.run(
         [*prefix, sys.executable, "-m", "ctrlbatch.cli", "replay", *args],
-        capture_output=True, text=True, timeout=TIMEOUT, env=ENV, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=TIMEOUT, env=ENV if env is None else env, stdin=subprocess.DEVNULL,
     )
 
 
@@ -152,11 +151,13 @@ def _as_a_foreground_job() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-def _interrupt_when_tmp_appears(args: list[str], workdir: Path, signum: int, inner: str = "") -> tuple[int, str]:
+def _interrupt_when_tmp_appears(args: list[str], workdir: Path, signum: int, inner: str = "",
+                                env: dict[str, str] | None = None) -> tuple[int, str]:
     """Start the command, wait for its DIR.tmp-* (and inner path in it), send signum, wait."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "ctrlbatch.cli", "replay", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV if env is None else env,
+        stdin=subprocess.DEVNULL,
         preexec_fn=_as_a_foreground_job,
     )
     try:
@@ -188,11 +189,19 @@ def test_a_signal_mid_run_leaves_no_temporary_directory(tmp_path: Path, sample_d
     assert sorted(p.name for p in tmp_path.iterdir()) == ["slow.jsonl", "work"]
 
 
-def _spark_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("ctrlbatch-spark-*")}
+def _private_tmp(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A temporary directory of the child's own (TMPDIR) and the environment naming it, so that
+    another ctrlbatch running on the machine meanwhile cannot add a ctrlbatch-spark-* here."""
+    private = tmp_path_factory.mktemp("tmpdir")
+    return private, {**ENV, "TMPDIR": str(private)}
 
 
-def test_spark_a_corrupt_input_is_the_local_engines_one_line_and_quiet_is_quiet(tmp_path: Path, sample_dir: Path) -> None:
+def _spark_dirs(where: Path) -> set[str]:
+    return {p.name for p in where.glob("ctrlbatch-spark-*")}
+
+
+def test_spark_a_corrupt_input_is_the_local_engines_one_line_and_quiet_is_quiet(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> None:
     from ctrlbatch.replay.log.segments import scan_batches
 
     segment = tmp_path / "00000000000000000000.log"
@@ -200,25 +209,26 @@ def test_spark_a_corrupt_input_is_the_local_engines_one_line_and_quiet_is_quiet(
     victim = list(scan_batches(sample_dir / "__cluster_metadata-0" / "00000000000000000000.log"))[3]
     raw[victim.position + victim.length - 1] ^= 0x55
     segment.write_bytes(bytes(raw))
-    before = _spark_dirs()
+    private, env = _private_tmp(tmp_path_factory)
     local = one_line_error(ctrlbatch(str(segment), "--engine", "local", "--quiet"))
-    spark = one_line_error(ctrlbatch(str(segment), "--quiet", "--out", str(tmp_path / "out")))
+    spark = one_line_error(ctrlbatch(str(segment), "--quiet", "--out", str(tmp_path / "out"), env=env))
     assert spark == local and f"byte offset {victim.position}: CRC-32C mismatch" in spark
     assert sorted(p.name for p in tmp_path.iterdir()) == ["00000000000000000000.log"]
-    assert _spark_dirs() <= before, "the private log4j directory is removed at exit"
+    assert _spark_dirs(private) == set(), "the private log4j directory is removed at exit"
 
 
-def test_spark_sigterm_while_writing_leaves_no_temporary_directory(tmp_path: Path, sample_dir: Path) -> None:
+def test_spark_sigterm_while_writing_leaves_no_temporary_directory(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, sample_dir: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    before = _spark_dirs()
+    private, env = _private_tmp(tmp_path_factory)
     rc, err = _interrupt_when_tmp_appears([str(sample_dir), "--quiet", "--out", str(work / "out")], work,
-                                          signal.SIGTERM, inner="requests")
+                                          signal.SIGTERM, inner="requests", env=env)
     assert rc == 143, err
     assert err.splitlines() == ["ctrlbatch replay: terminated (SIGTERM)"], err[-3000:]
     time.sleep(1.0)  # an executor still writing would recreate DIR.tmp-*/requests now
     assert list(work.iterdir()) == []
-    assert _spark_dirs() <= before
+    assert _spark_dirs(private) == set()
 
 
 def test_no_module_reads_an_error_out_of_exception_text() -> None:
