@@ -124,9 +124,10 @@ class RecordColumns:
             firsts = np.fromiter(map(_BASE, batches), np.int64, len(batches)) - starts
             offsets[rows_filled] = (np.repeat(firsts, sizes) + np.arange(n, dtype=np.int64))[rows_filled]
         controls = per_row(np.fromiter(map(_CONTROL, batches), np.bool_, len(batches)))
-        ids = np.array(type_ids, np.int64)
-        keys, at = np.unique(ids + controls * (1 << 32), return_inverse=True)
-        names = pa.array([(CONTROL_TYPE_NAMES if k >> 32 else RECORD_TYPE_NAMES).get(k & 0xFFFFFFFF, str(k & 0xFFFFFFFF))
+        type_id_column = pa.array(type_ids, pa.int16())
+        # a row's name is its (type id, control) pair's: looked up once per pair present
+        keys, at = np.unique(type_id_column.to_numpy().astype(np.int64) * 2 + controls, return_inverse=True)
+        names = pa.array([(CONTROL_TYPE_NAMES if k & 1 else RECORD_TYPE_NAMES).get(k >> 1, str(k >> 1))
                           for k in keys.tolist()], pa.string())
         times = per_row(np.fromiter(map(_TIMESTAMP, batches), np.int64, len(batches)))
         if times.size and int(times.max()) > _MAX_MS:  # its micros overflow: refused as the Python ints were
@@ -142,7 +143,7 @@ class RecordColumns:
             timestamps,
             pa.array(controls),
             names.take(pa.array(at.reshape(-1))),
-            pa.array(type_ids, pa.int16()),
+            type_id_column,
             pa.array(versions, pa.int16()),
             pa.array(datas, pa.string()),
             pa.array(np.full(n, self.snapshot)),

@@ -101,7 +101,7 @@ def data_batch(draw: st.DrawFn) -> LogBatch:
     base = draw(st.integers(0, 1 << 40))
     size = draw(st.integers(1, 6))
     offsets = sorted(draw(st.sets(st.integers(0, size - 1), max_size=size)))
-    records = tuple(make_record(base + o, draw(st.sampled_from([*KNOWN, 999])), draw(st.integers(0, 3)),
+    records = tuple(make_record(base + o, draw(st.sampled_from([*KNOWN, 999, -1, -32768, 32767])), draw(st.integers(0, 3)),
                                 draw(TEXTS)) for o in offsets)
     timestamp = draw(st.sampled_from([-1, 0, 1_700_000_000_000, draw(st.integers(-5, 1 << 50))]))
     source = draw(st.sampled_from(["/logs/00000000000000000000.log", "<jsonl:/in/x.jsonl>", "<dump:/in/y.txt>"]))
