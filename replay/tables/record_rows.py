@@ -15,35 +15,27 @@ kafka-metadata-log-format.md 1.2: a data record's payload is its JSON, DumpLogSe
   same text, compiled per record class and version).
 - A text input's batches name their file ``<jsonl:PATH>`` / ``<dump:PATH>`` and a line as their
   position: ``file`` is PATH.
-- Rows are gathered as their batches and records (control records and NoOps as records of
-  their JSON text) and cut into Arrow record batches of at most about ``ROWS_PER_BATCH`` rows,
-  so a partition's memory is bounded by that, whatever its size; the columns are made per
-  Arrow batch (RecordColumns says why).
+- Rows are gathered as column lists and cut into Arrow record batches of at most
+  ``ROWS_PER_BATCH`` rows, so a partition's memory is bounded by that, whatever its size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain
-from operator import attrgetter
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from ..log.records import CONTROL_TYPE_NAMES, NO_OP_RECORD, RECORD_TYPE_NAMES, LogBatch, make_record
+from ..log.records import CONTROL_TYPE_NAMES, NO_OP_RECORD, RECORD_TYPE_NAMES, LogBatch
 from ..schema.record_classes import CONTROL_VERSION
 from .json_fast import to_json_text
-from .schema import RECORDS_ARROW, TIMESTAMP
+from .schema import RECORDS_ARROW
 
 __all__ = ["ROWS_PER_BATCH", "RecordColumns", "file_of", "record_batches"]
 
 ROWS_PER_BATCH = 16_384
-_MAX_MS = ((1 << 63) - 1) // 1000  # the last ms whose micros fit an int64
-_OFFSET, _TYPE, _VERSION, _DATA = (attrgetter(a) for a in ("offset", "type", "version", "data"))
-_BASE, _LAST, _EPOCH, _TIMESTAMP, _CONTROL, _SOURCE, _POSITION = (
-    attrgetter(a) for a in ("base_offset", "last_offset", "epoch", "timestamp", "control", "source", "position"))
-_NOOP_ROW = make_record(-1, NO_OP_RECORD, 0, "{}")  # a NoOp's row but its offset (the batch gives it)
+_NAMES = RECORDS_ARROW.names
+_NOOP_NAME = RECORD_TYPE_NAMES[NO_OP_RECORD]
 
 
 def file_of(source: str) -> str:
@@ -54,103 +46,87 @@ def file_of(source: str) -> str:
 
 
 class RecordColumns:
-    """Rows gathered batch by batch; ``take()`` hands them over as an Arrow record batch and
-    starts afresh. Why columns are made at ``take()``, not row by row: a row appended to 13
-    lists cost more than the Arrow arrays (about 0.6 us a row of the 1M-record log); now a row
-    is one record object, its columns read with ``map(attrgetter)`` in C and the batch's values
-    repeated per row by numpy (tests/replay/test_tables_columns.py: the same batches as the
-    row-by-row columns, on random batches)."""
+    """Rows gathered as one list per column of RECORDS_ARROW; ``take()`` hands them over as an
+    Arrow record batch and starts afresh."""
 
-    __slots__ = ("batches", "filled", "groups", "include_noops", "rows", "snapshot")
+    __slots__ = ("columns", "include_noops", "rows", "snapshot")
 
     def __init__(self, *, include_noops: bool, snapshot: bool = False) -> None:
         self.include_noops = include_noops
         self.snapshot = snapshot
-        self.batches: list[LogBatch] = []  # the batches holding rows
-        self.groups: list[Sequence[Any]] = []  # each one's rows: records (offset, type, version, data)
-        self.filled: list[int] = []  # the groups filled with NoOps: their rows are every offset of the batch
+        self.columns: list[list[Any]] = [[] for _ in _NAMES]
         self.rows = 0
 
     def add(self, batch: LogBatch) -> None:
         """The rows of one batch (module rules)."""
-        if batch.control:
-            rows: Sequence[Any] = [
-                make_record(c.offset, c.type, CONTROL_VERSION, to_json_text(c.data, CONTROL_VERSION))
-                for c in batch.control_records]
+        (offsets, bases, lasts, epochs, times, controls, types, type_ids, versions, datas, snaps, files,
+         positions) = self.columns
+        base, last, epoch, control = batch.base_offset, batch.last_offset, batch.epoch, batch.control
+        text = to_json_text
+        ts = batch.timestamp * 1000 if batch.timestamp >= 0 else None
+        n_before = len(offsets)
+        if control:
+            for c in batch.control_records:
+                offsets.append(c.offset)
+                types.append(CONTROL_TYPE_NAMES.get(c.type, str(c.type)))
+                type_ids.append(c.type)
+                versions.append(CONTROL_VERSION)
+                datas.append(text(c.data, CONTROL_VERSION))
         elif self.include_noops and batch.noops:
-            if batch.records:
-                filled: list[Any] = []
-                records = iter(batch.records)
-                nxt = next(records, None)
-                for offset in range(batch.base_offset, batch.last_offset + 1):
-                    if nxt is not None and nxt.offset == offset:
-                        filled.append(nxt)
-                        nxt = next(records, None)
-                    else:
-                        filled.append(_NOOP_ROW)
-                rows = filled
-            else:  # a batch of NoOps only (the controller's twice a second)
-                rows = (_NOOP_ROW,) * (batch.last_offset - batch.base_offset + 1)
-            if rows:
-                self.filled.append(len(self.groups))
+            records = iter(batch.records)
+            nxt = next(records, None)
+            for offset in range(base, last + 1):
+                offsets.append(offset)
+                if nxt is not None and nxt.offset == offset:
+                    types.append(RECORD_TYPE_NAMES.get(nxt.type, str(nxt.type)))
+                    type_ids.append(nxt.type)
+                    versions.append(nxt.version)
+                    d: Any = nxt.data
+                    datas.append(d if d.__class__ is str else text(d, nxt.version))
+                    nxt = next(records, None)
+                else:
+                    types.append(_NOOP_NAME)
+                    type_ids.append(NO_OP_RECORD)
+                    versions.append(0)
+                    datas.append("{}")
         else:
-            rows = batch.records
-        if rows:
-            self.batches.append(batch)
-            self.groups.append(rows)
-            self.rows += len(rows)
+            for r in batch.records:
+                offsets.append(r.offset)
+                types.append(RECORD_TYPE_NAMES.get(r.type, str(r.type)))
+                type_ids.append(r.type)
+                versions.append(r.version)
+                d = r.data  # JSON text in the reader's JSON form (json_fused.JSON_FORM)
+                datas.append(d if d.__class__ is str else text(d, r.version))
+        n = len(offsets) - n_before
+        if n == 1:  # most batches of a KRaft log hold one record
+            bases.append(base)
+            lasts.append(last)
+            epochs.append(epoch)
+            times.append(ts)
+            controls.append(control)
+            snaps.append(self.snapshot)
+            files.append(file_of(batch.source))
+            positions.append(batch.position)
+            self.rows += 1
+        elif n:
+            bases.extend([base] * n)
+            lasts.extend([last] * n)
+            epochs.extend([epoch] * n)
+            times.extend([ts] * n)
+            controls.extend([control] * n)
+            snaps.extend([self.snapshot] * n)
+            files.extend([file_of(batch.source)] * n)
+            positions.extend([batch.position] * n)
+            self.rows += n
 
     def take(self) -> pa.RecordBatch:
-        batches, groups, filled, n = self.batches, self.groups, self.filled, self.rows
-        self.batches, self.groups, self.filled, self.rows = [], [], [], 0
-        records = list(chain.from_iterable(groups)) if n != len(groups) else [g[0] for g in groups]
-        offsets = np.fromiter(map(_OFFSET, records), np.int64, n)
-        type_ids = list(map(_TYPE, records))
-        versions = list(map(_VERSION, records))
-        datas = list(map(_DATA, records))
-        if set(map(type, datas)) - {str}:  # a record without a fused decoder: decoded
-            datas = [d if d.__class__ is str else to_json_text(d, v) for d, v in zip(datas, versions, strict=True)]
-        counts = None if n == len(groups) else np.fromiter(map(len, groups), np.int64, len(groups))
-
-        def per_row(values: Any) -> Any:
-            return values if counts is None else np.repeat(values, counts)
-
-        if filled:  # a filled group's rows are the offsets of its batch, in order (NoOps say -1)
-            sizes = np.fromiter(map(len, groups), np.int64, len(groups))
-            starts = np.cumsum(sizes) - sizes
-            is_filled = np.zeros(len(groups), np.bool_)
-            is_filled[filled] = True
-            rows_filled = np.repeat(is_filled, sizes)
-            firsts = np.fromiter(map(_BASE, batches), np.int64, len(batches)) - starts
-            offsets[rows_filled] = (np.repeat(firsts, sizes) + np.arange(n, dtype=np.int64))[rows_filled]
-        controls = per_row(np.fromiter(map(_CONTROL, batches), np.bool_, len(batches)))
-        type_id_column = pa.array(type_ids, pa.int16())
-        # a row's name is its (type id, control) pair's: looked up once per pair present
-        keys, at = np.unique(type_id_column.to_numpy().astype(np.int64) * 2 + controls, return_inverse=True)
-        names = pa.array([(CONTROL_TYPE_NAMES if k & 1 else RECORD_TYPE_NAMES).get(k >> 1, str(k >> 1))
-                          for k in keys.tolist()], pa.string())
-        times = per_row(np.fromiter(map(_TIMESTAMP, batches), np.int64, len(batches)))
-        if times.size and int(times.max()) > _MAX_MS:  # its micros overflow: refused as the Python ints were
-            timestamps = pa.array([t * 1000 if t >= 0 else None for t in times.tolist()], TIMESTAMP)
-        else:
-            timestamps = pa.array(times * 1000, TIMESTAMP, mask=times < 0)
-        files = {s: file_of(s) for s in set(map(_SOURCE, batches))}
-        columns = [
-            pa.array(offsets),
-            pa.array(per_row(np.fromiter(map(_BASE, batches), np.int64, len(batches)))),
-            pa.array(per_row(np.fromiter(map(_LAST, batches), np.int64, len(batches)))),
-            pa.array(per_row(np.fromiter(map(_EPOCH, batches), np.int64, len(batches))), pa.int32()),
-            timestamps,
-            pa.array(controls),
-            names.take(pa.array(at.reshape(-1))),
-            type_id_column,
-            pa.array(versions, pa.int16()),
-            pa.array(datas, pa.string()),
-            pa.array(np.full(n, self.snapshot)),
-            pa.array(per_row(np.array([files[b.source] for b in batches], object)), pa.string()),
-            pa.array(per_row(np.fromiter(map(_POSITION, batches), np.int64, len(batches)))),
-        ]
-        return pa.RecordBatch.from_arrays(columns, schema=RECORDS_ARROW)
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(c, type=f.type) for c, f in zip(self.columns, RECORDS_ARROW, strict=True)],
+            schema=RECORDS_ARROW,
+        )
+        self.columns = [[] for _ in _NAMES]
+        self.rows = 0
+        return batch
 
 
 def record_batches(
@@ -159,17 +135,9 @@ def record_batches(
     """The rows of the batches as Arrow record batches of at most about ``rows`` rows (a batch's
     rows are never split; an empty input gives none)."""
     out = RecordColumns(include_noops=include_noops, snapshot=snapshot)
-    add, kept, groups = out.add, out.batches.append, out.groups.append
     for batch in batches:
-        records = batch.records
-        if batch.control or (include_noops and batch.noops) or not records:
-            add(batch)
-        else:  # add()'s usual case, inline: a data batch's records are its rows
-            kept(batch)
-            groups(records)
-            out.rows += len(records)
+        out.add(batch)
         if out.rows >= rows:
             yield out.take()
-            kept, groups = out.batches.append, out.groups.append
     if out.rows:
         yield out.take()
