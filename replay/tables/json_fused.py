@@ -21,9 +21,10 @@ Rules of this module:
   field is compared with its default as json_fast does; then each written field becomes its
   JSON piece and the struct one f-string (or, with tagged fields, its written pieces joined).
   A uuid becomes its quoted text as it is read (a topic id recurs: the text of the last 16,384
-  ids is kept). A tagged uuid or single struct (none in the catalog) would be compared with an
-  object default: such a spec gets no fused decoder (``_fusable``), its records take the
-  reference path.
+  ids is kept), and so does an array of integers (a replica set, an ISR recur: the text of
+  the last 65,536 is kept, keyed by the decoder's tuple). A tagged uuid or single struct (none
+  in the catalog) would be compared with an object default: such a spec gets no fused decoder
+  (``_fusable``), its records take the reference path.
 - Memoised per (type, version); ``JSON_FORM`` is the reader's record form that gives a data
   record's ``data`` as this text (segments.RecordForm).
 """
@@ -65,6 +66,18 @@ def _uuid_text(bytes: bytes) -> str:  # noqa: A002 (the keyword the generated co
     return t
 
 
+_INTS: dict[tuple[int, ...], str] = {}
+INTS_CACHE = 1 << 16
+
+
+def _ints_text(v: tuple[int, ...]) -> str:
+    """The JSON text of an array of integers (kept for the recent arrays, module rules)."""
+    if len(_INTS) >= INTS_CACHE:
+        _INTS.clear()
+    t = _INTS[v] = "[" + ",".join(map(str, v)) + "]"
+    return t
+
+
 def _bytes_text(v: bytes) -> str:
     return f'"{base64.b64encode(v).decode("ascii")}"'
 
@@ -87,7 +100,8 @@ class FusedGen(DecoderGen):
     def __init__(self, spec: Any, version: int, classes: dict[str, type]) -> None:
         super().__init__(spec, version, classes)
         self.src.namespace.update(
-            _UUID=_uuid_text, _Z=_uuid_text(ZERO_UUID.bytes), _ruv=ruv_short_first, _jbool=_bool_text,
+            _UUID=_uuid_text, _Z=_uuid_text(ZERO_UUID.bytes), _ruv=ruv_short_first, _jbool=_bool_text, _IC=_INTS,
+            _jints=_ints_text,
             _jfloat=_float, _jstr=_esc, _jbytes=_bytes_text,
         )
 
@@ -160,8 +174,11 @@ class FusedGen(DecoderGen):
             text = f"'[' + ','.join({v}) + ']'" if f.is_array else v
         elif f.is_array:
             conv = _SCALAR_TEXT[f.element_type]
-            elements = v if conv == "" else f"map({conv or 'str'}, {v})"
-            text = f"'[' + ','.join({elements}) + ']'"
+            if conv is None:  # integers: a replica set or an ISR recurs
+                text = f"(_IC.get({v}) or _jints({v}))"
+            else:
+                elements = v if conv == "" else f"map({conv}, {v})"
+                text = f"'[' + ','.join({elements}) + ']'"
         else:
             conv = _SCALAR_TEXT[f.type]
             text = v if not conv else f"{conv}({v})"

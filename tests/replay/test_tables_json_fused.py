@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from ctrlbatch.replay.generate.writer import encode_batch
 from ctrlbatch.replay.log.errors import ReplayInputError
-from ctrlbatch.replay.log.records import CLIENT_QUOTA_RECORD, NOOP_VALUE, LogBatch
+from ctrlbatch.replay.log.records import CLIENT_QUOTA_RECORD, NOOP_VALUE, PARTITION_RECORD, LogBatch
 from ctrlbatch.replay.log.segments import decode_batch
 from ctrlbatch.replay.schema.metadata_classes import RECORD_CLASSES
 from ctrlbatch.replay.schema.record_classes import decode_value, encode_value, record_class
+from ctrlbatch.replay.tables import json_fused
 from ctrlbatch.replay.tables.json_fast import to_json_text
 from ctrlbatch.replay.tables.json_fused import JSON_FORM, json_decoder, json_decoder_source
 from ctrlbatch.testing.messages import all_versions, messages
@@ -149,3 +150,31 @@ def test_corrupt_records_give_the_same_error_or_json_in_the_json_form(buf: bytes
     bad = _with_crc(mutated)  # a sound CRC: the records themselves are checked
     outcome(buf, JSON_FORM)
     assert outcome(bad, JSON_FORM) == expected(bad)
+
+
+INT_ARRAYS = st.lists(st.lists(st.integers(-(1 << 31), (1 << 31) - 1), max_size=5).map(tuple), min_size=1, max_size=30)
+
+
+@settings(max_examples=100, deadline=None)
+@given(INT_ARRAYS, st.integers(1, 8))
+def test_an_int_array_text_is_the_same_from_the_cache_and_after_it_is_cleared(
+    arrays: list[tuple[int, ...]], limit: int
+) -> None:
+    """PartitionRecord v0's replicas and isr (int32 arrays): the text of an array seen before
+    comes from json_fused's cache; a full cache is cleared; either way, the text is to_json_text's."""
+    cls = RECORD_CLASSES[PARTITION_RECORD]
+    fused = json_decoder(PARTITION_RECORD, 0)
+    assert fused is not None and "_IC.get(" in (json_decoder_source(PARTITION_RECORD, 0) or "")
+    saved = json_fused.INTS_CACHE
+    json_fused.INTS_CACHE = limit  # the generated code calls _ints_text, which reads the module's limit
+    json_fused._INTS.clear()  # (the cache is transparent: only its size is checked here)
+    try:
+        for replicas, isr in zip(arrays, [*arrays[1:], arrays[0]], strict=True):
+            obj = attrs.evolve(cls(), replicas=replicas, isr=isr)
+            buf = encode_value(cls.API_KEY, 0, obj)
+            text, stop = fused(buf, 3)  # after the one-byte frame, type and version
+            assert stop == len(buf)
+            assert text == to_json_text(decode_value(buf, 0, len(buf))[2], 0)
+            assert len(json_fused._INTS) <= limit
+    finally:
+        json_fused.INTS_CACHE = saved
