@@ -156,12 +156,8 @@ def ruv_short_first(buf: bytes, pos: int) -> tuple[int, int]:
 FastDecoder = Callable[[bytes, int], tuple[Message, int]]
 
 
-def fast_decoder(type_id: int, version: int) -> FastDecoder | None:
-    """The untranslated body decoder of metadata record type_id at version, (buf, pos) ->
-    (data, end), or None for an unknown type or version (see the module rules)."""
-    cls = RECORD_CLASSES.get(type_id)
-    if cls is None or not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
-        return None
+def struct_classes(cls: Any) -> dict[str, type]:
+    """A record class and every struct class it holds, by name: what a generated decoder builds."""
     classes: dict[str, type] = {cls.MESSAGE.name: cls}
     todo = list(cls.STRUCT_TYPES.values())
     while todo:
@@ -169,6 +165,15 @@ def fast_decoder(type_id: int, version: int) -> FastDecoder | None:
         if c.__name__ not in classes:
             classes[c.__name__] = c
             todo.extend(c.STRUCT_TYPES.values())
-    src = decoder_source(cls.MESSAGE, version, classes)
+    return classes
+
+
+def fast_decoder(type_id: int, version: int) -> FastDecoder | None:
+    """The untranslated body decoder of metadata record type_id at version, (buf, pos) ->
+    (data, end), or None for an unknown type or version (see the module rules)."""
+    cls = RECORD_CLASSES.get(type_id)
+    if cls is None or not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+        return None
+    src = decoder_source(cls.MESSAGE, version, struct_classes(cls))
     fn: FastDecoder = src.compile(f"<ctrlbatch fast decode {cls.MESSAGE.name} v{version}>", {"_UUID": _uuid_of, "_ruv": ruv_short_first})["decode"]
     return fn

@@ -44,7 +44,7 @@ from ctrlbatch.requests.spec import ZERO_UUID, FieldSpec, StructSpec, camel_case
 from ..log.segments import RecordForm
 from ..schema.json_convert import uuid_to_json
 from ..schema.metadata_classes import RECORD_CLASSES
-from ..schema.record_classes import FastDecoder, ruv_short_first
+from ..schema.record_classes import FastDecoder, ruv_short_first, struct_classes
 from .json_fast import to_json_text
 
 __all__ = ["JSON_FORM", "json_decoder", "json_decoder_source"]
@@ -199,16 +199,7 @@ def _fusable(st: StructSpec) -> bool:
 
 def _classes(type_id: int) -> dict[str, type] | None:
     cls = RECORD_CLASSES.get(type_id)
-    if cls is None:
-        return None
-    classes: dict[str, type] = {cls.MESSAGE.name: cls}
-    todo = list(cls.STRUCT_TYPES.values())
-    while todo:
-        c = todo.pop()
-        if c.__name__ not in classes:
-            classes[c.__name__] = c
-            todo.extend(c.STRUCT_TYPES.values())
-    return classes
+    return None if cls is None else struct_classes(cls)
 
 
 def _generated(type_id: int, version: int) -> Source | None:

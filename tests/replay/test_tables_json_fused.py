@@ -16,9 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.generate.writer import encode_batch
 from ctrlbatch.replay.log.errors import ReplayInputError
-from ctrlbatch.replay.log.records import CLIENT_QUOTA_RECORD, NOOP_VALUE, PARTITION_RECORD, LogBatch
+from ctrlbatch.replay.log.records import CLIENT_QUOTA_RECORD, PARTITION_RECORD, LogBatch
 from ctrlbatch.replay.log.segments import decode_batch
 from ctrlbatch.replay.schema.metadata_classes import RECORD_CLASSES
 from ctrlbatch.replay.schema.record_classes import decode_value, encode_value, record_class
@@ -26,6 +25,8 @@ from ctrlbatch.replay.tables import json_fused
 from ctrlbatch.replay.tables.json_fast import to_json_text
 from ctrlbatch.replay.tables.json_fused import JSON_FORM, json_decoder, json_decoder_source
 from ctrlbatch.testing.messages import all_versions, messages
+
+from .test_reading_fast import batch_bytes
 
 VERSIONS = all_versions(list(RECORD_CLASSES.values()))
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
@@ -87,22 +88,6 @@ def test_the_fused_decoders_know_only_the_catalog() -> None:
 
 
 # ------------------------------------------------------------------ whole batches, the reader's form
-
-
-@st.composite
-def record_values(draw: st.DrawFn) -> bytes:
-    """A framed record value of any type and version, or a NoOp."""
-    if draw(st.integers(0, 3)) == 0:
-        return NOOP_VALUE
-    cls, version = draw(st.sampled_from(VERSIONS))
-    assert cls.API_KEY is not None
-    return encode_value(cls.API_KEY, version, draw(messages(cls, version, max_size=2)))
-
-
-@st.composite
-def batch_bytes(draw: st.DrawFn) -> bytes:
-    values = draw(st.lists(record_values(), min_size=1, max_size=4))
-    return encode_batch(draw(st.integers(0, 1 << 40)), draw(st.integers(0, 50)), draw(st.integers(0, 1 << 41)), values)
 
 
 def as_json(batch: LogBatch) -> LogBatch:
