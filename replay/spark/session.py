@@ -190,6 +190,10 @@ def _check_java_options(java_options: object) -> None:
 def driver_java_options(java_options: tuple[str, ...] = ()) -> str:
     """The driver JVM's options: ``java_options``, then errors-only log4j and UTC (module rules)."""
     _check_java_options(java_options)
+    return _driver_java_options(java_options)
+
+
+def _driver_java_options(java_options: tuple[str, ...]) -> str:
     return " ".join((*java_options, f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()}", "-Duser.timezone=UTC"))
 
 
@@ -225,7 +229,7 @@ def spark_session(
     if local:
         settings.update(LOCAL_CONF)
     if not submitted:  # the driver is this process's JVM whatever the master: errors only, in UTC
-        settings["spark.driver.extraJavaOptions"] = driver_java_options(java_options)
+        settings["spark.driver.extraJavaOptions"] = _driver_java_options(java_options)  # checked above
     settings["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
     settings["spark.executorEnv.TZ"] = "UTC"
     settings.update(conf or {})
