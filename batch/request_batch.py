@@ -71,6 +71,7 @@ from .builders import (
     StopReplicaBuilder,
     UpdateMetadataBuilder,
     body_layout,
+    encode_rows,
     shared_body,
 )
 from .checks import (
@@ -89,6 +90,10 @@ from .events import (
     UpdateType,
 )
 from .kafka_text import scala_map, scala_set, struct_text
+from .lair_rows import LeaderAndIsrRows, LeaderAndIsrStates
+from .lair_rows import make_lair_state as make_lair_state  # used by replay/propagate
+from .partition_info import PartitionInfoMap, UpdateMetadataStates
+from .partition_info import make_umr_state as make_umr_state  # used by replay/propagate
 from .transport import OutboundRequest, Transport
 from .versions import (
     LEADER_RECOVERY_STATE_SINCE,
@@ -135,16 +140,8 @@ def _bounded(value: Any, as_set: bool = False) -> str:
 # Trusted constructors generated for these call sites (no converters; see ctrlbatch.requests.model):
 # positional in the order named here, whatever the spec's order. The values passed are already
 # tuples and ints, checked at the edge or taken from frozen context values.
-make_lair_state = LeaderAndIsrPartitionState.maker(
-    "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch",
-    "replicas", "adding_replicas", "removing_replicas", "is_new", "leader_recovery_state",
-)
-make_umr_state = UpdateMetadataPartitionState.maker(
-    "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "zk_version",
-    "replicas", "offline_replicas",
-)
 _leader_of = operator.attrgetter("leader")
-_topic_of = operator.attrgetter("topic_name")
+_topic_of = operator.attrgetter("topic")
 _first = operator.itemgetter(0)
 STATE_CHANGE_LOGGER = "state.change.logger"
 _NOT_EMPTY = "Controller to broker state change requests batch is not empty while creating a new one. "
@@ -248,11 +245,14 @@ class ControllerBrokerRequestBatch:
         self.state_change_logger = state_change_logger or logging.getLogger(STATE_CHANGE_LOGGER)
         self.events: list[ControllerEvent] = []
         """Events received while on_event is None."""
-        self.leader_and_isr_request_map: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
+        self._lair: dict[int, dict[TopicPartition, int]] = {}
+        """broker -> partition -> row of _lair_rows: leader_and_isr_request_map, held as references."""
+        self._lair_rows = LeaderAndIsrRows()
         self.stop_replica_request_map: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
         self.update_metadata_request_broker_set: dict[int, None] = {}
         """An insertion-ordered set (dict keys)."""
-        self.update_metadata_request_partition_info_map: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        self.update_metadata_request_partition_info_map = PartitionInfoMap()
+        """TopicPartition -> UpdateMetadataPartitionState, holding references (partition_info.py)."""
         self.update_type = UpdateType.UNKNOWN
         self.metadata_instance: ControllerChannelContext | None = None
         self.metadata_version: MetadataVersion | None = None
@@ -268,10 +268,26 @@ class ControllerBrokerRequestBatch:
         # UpdateMetadata's live-broker list, kept while (context, broker membership, version) stay.
         self._umr_live_brokers: tuple[object, object, int, tuple[UpdateMetadataBroker, ...]] | None = None
 
+    @property
+    def leader_and_isr_request_map(self) -> dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]]:
+        """Kafka's leaderAndIsrRequestMap, broker -> partition -> state, made from the rows the
+        batch holds (lair_rows.py): a new dict at each read, one state object per row."""
+        rows = self._lair_rows
+        made: dict[int, LeaderAndIsrPartitionState] = {}
+        out: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
+        for broker, inner in self._lair.items():
+            states = out[broker] = {}
+            for tp, row in inner.items():
+                s = made.get(row)
+                if s is None:
+                    s = made[row] = rows.state(tp, row)
+                states[tp] = s
+        return out
+
     def __repr__(self) -> str:
         state = "no batch" if self.metadata_instance is None else f"batch open at {self.metadata_version}"
         pending = (
-            f"LeaderAndIsr to {len(self.leader_and_isr_request_map)} brokers, "
+            f"LeaderAndIsr to {len(self._lair)} brokers, "
             f"StopReplica to {len(self.stop_replica_request_map)}, "
             f"UpdateMetadata to {len(self.update_metadata_request_broker_set)} "
             f"({len(self.update_metadata_request_partition_info_map)} partitions)"
@@ -283,7 +299,7 @@ class ControllerBrokerRequestBatch:
     def new_batch(self) -> None:
         """Start a batch: refuse if the last one was not sent or cleared (CCM:400-415), then
         capture the context and the metadata version for the adds and the send."""
-        if self.leader_and_isr_request_map:
+        if self._lair:
             raise IllegalStateError(
                 _NOT_EMPTY + f"Some LeaderAndIsr state changes {scala_map(self.leader_and_isr_request_map)} might be lost "
             )
@@ -311,6 +327,7 @@ class ControllerBrokerRequestBatch:
         self.metadata_version = mv
         self._membership_seen = None
         self._recovery_gate = mv.is_at_least(LEADER_RECOVERY_STATE_SINCE)
+        self._lair_rows = LeaderAndIsrRows(self._recovery_gate)
 
     @staticmethod
     def _hints_of(ctx: object) -> UpdateMetadataHints:
@@ -337,7 +354,8 @@ class ControllerBrokerRequestBatch:
 
     def clear(self) -> None:
         """Forget everything pending (CCM:417-420), e.g. after a failed send."""
-        self.leader_and_isr_request_map.clear()
+        self._lair.clear()
+        self._lair_rows = LeaderAndIsrRows(self._recovery_gate)
         self.stop_replica_request_map.clear()
         self.update_metadata_request_broker_set.clear()
         self.update_metadata_request_partition_info_map.clear()
@@ -376,27 +394,43 @@ class ControllerBrokerRequestBatch:
         except (TypeError, ValueError):  # a non-int, or no ids
             valid = False
         targets = broker_ids if valid else broker_targets(broker_ids)
-        try:  # a wrong type fails here, before anything is stored, and is then named (no cost otherwise)
-            lai: LeaderAndIsr = leader_isr_and_controller_epoch.leader_and_isr
-            state = make_lair_state(
-                topic_partition.topic,
-                topic_partition.partition,
-                leader_isr_and_controller_epoch.controller_epoch,
-                lai.leader,
-                lai.leader_epoch,
-                lai.isr,  # tuples: LeaderAndIsr and ReplicaAssignment convert on construction
-                lai.partition_epoch,
-                replica_assignment.replicas,
-                replica_assignment.adding_replicas,
-                replica_assignment.removing_replicas,
-                is_new,
-                int(lai.leader_recovery_state) if self._recovery_gate else 0,
-            )
-        except AttributeError:
-            check_lair_inputs(topic_partition, leader_isr_and_controller_epoch, replica_assignment)
-            raise
-        requests = self.leader_and_isr_request_map
+        rows = self._lair_rows
+        row = len(rows.leaders)
+        if (
+            type(leader_isr_and_controller_epoch) is LeaderIsrAndControllerEpoch
+            and type(replica_assignment) is ReplicaAssignment
+            and type(topic_partition) is TopicPartition
+        ):  # frozen values: the row references them (lair_rows.py)
+            rows.tps.append(topic_partition)
+            rows.leadership.append(leader_isr_and_controller_epoch)
+            rows.assignment.append(replica_assignment)
+            rows.leaders.append(leader_isr_and_controller_epoch.leader_and_isr.leader)
+            if is_new:
+                rows.new.add(row)
+        else:
+            try:  # a wrong type fails here, before anything is stored, and is then named (no cost otherwise)
+                lai: LeaderAndIsr = leader_isr_and_controller_epoch.leader_and_isr
+                state = make_lair_state(
+                    topic_partition.topic,
+                    topic_partition.partition,
+                    leader_isr_and_controller_epoch.controller_epoch,
+                    lai.leader,
+                    lai.leader_epoch,
+                    lai.isr,  # tuples: LeaderAndIsr and ReplicaAssignment convert on construction
+                    lai.partition_epoch,
+                    replica_assignment.replicas,
+                    replica_assignment.adding_replicas,
+                    replica_assignment.removing_replicas,
+                    is_new,
+                    int(lai.leader_recovery_state) if self._recovery_gate else 0,
+                )
+            except AttributeError:
+                check_lair_inputs(topic_partition, leader_isr_and_controller_epoch, replica_assignment)
+                raise
+            row = rows.add_state(topic_partition, state)
+        requests = self._lair
         new_brokers = self._lair_new_brokers
+        sticky: int | None = None
         for broker_id in targets:
             if broker_id in requests:
                 inner = requests[broker_id]
@@ -406,11 +440,13 @@ class ControllerBrokerRequestBatch:
                 new_brokers.add(broker_id)
             elif broker_id in new_brokers:
                 prev = inner.get(topic_partition)
-                if prev is not None and prev.is_new:
+                if prev is not None and prev in rows.new:
                     # is_new is sticky within a batch (CCM:424)
-                    inner[topic_partition] = attrs.evolve(state, is_new=True)
+                    if sticky is None:
+                        sticky = rows.renewed(topic_partition, row)
+                    inner[topic_partition] = sticky
                     continue
-            inner[topic_partition] = state
+            inner[topic_partition] = row
         # CCM:446: always, to every live-or-shutting-down broker, from the context.
         version = self._hints.broker_membership_version
         if version != self._membership_seen:
@@ -422,15 +458,12 @@ class ControllerBrokerRequestBatch:
             _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", topic_partition)
             return
         info, replicas, offline, queued = view
-        lai = info.leader_and_isr
-        if queued:
-            leader, leader_epoch, partition_epoch = LeaderAndIsr.LEADER_DURING_DELETE, 0, 0
-        else:
-            leader, leader_epoch, partition_epoch = lai.leader, lai.leader_epoch, lai.partition_epoch
-        self.update_metadata_request_partition_info_map[topic_partition] = make_umr_state(
-            topic_partition.topic, topic_partition.partition, info.controller_epoch, leader, leader_epoch, lai.isr,
-            partition_epoch, replicas, offline,
-        )
+        umr_map = self.update_metadata_request_partition_info_map
+        if offline or queued:
+            umr_map[topic_partition] = umr_state_from_view(topic_partition, view)
+        else:  # the state is the leadership's with these replicas: kept as references (partition_info.py)
+            umr_map.refs[topic_partition] = info
+            umr_map.replicas[topic_partition] = replicas
 
     def add_leader_and_isr_requests_for_partitions(self, entries: Iterable[LeaderAndIsrEntry]) -> None:
         """add_leader_and_isr_request_for_brokers for many partitions in one call, without a
@@ -452,12 +485,22 @@ class ControllerBrokerRequestBatch:
         hints = self._hints
         view_of = self._view
         gate = self._recovery_gate
-        requests = self.leader_and_isr_request_map
+        requests = self._lair
         new_brokers = self._lair_new_brokers
+        rows = self._lair_rows
+        row_new = rows.new
+        row_tp = rows.tps.append
+        row_leadership = rows.leadership.append
+        row_assignment = rows.assignment.append
+        row_leaders = rows.leaders
+        row_leader = row_leaders.append
+        exact_tp = TopicPartition
+        exact_leadership = LeaderIsrAndControllerEpoch
+        exact_assignment = ReplicaAssignment
         umr_map = self.update_metadata_request_partition_info_map
+        umr_refs = umr_map.refs
+        umr_replicas = umr_map.replicas
         make_lair = make_lair_state
-        make_umr = make_umr_state
-        during_delete = LeaderAndIsr.LEADER_DURING_DELETE
         index = -1
         for entry in entries:
             index += 1
@@ -481,20 +524,31 @@ class ControllerBrokerRequestBatch:
                     targets = broker_targets(broker_ids)
                 except TypeError as e:
                     raise TypeError(f"entries[{index}]: {e}") from None
-            try:
-                lai = leadership.leader_and_isr
-                state = make_lair(
-                    tp.topic, tp.partition, leadership.controller_epoch, lai.leader, lai.leader_epoch, lai.isr,
-                    lai.partition_epoch, assignment.replicas, assignment.adding_replicas,
-                    assignment.removing_replicas, is_new, int(lai.leader_recovery_state) if gate else 0,
-                )
-            except AttributeError:
+            if type(leadership) is exact_leadership and type(assignment) is exact_assignment and type(tp) is exact_tp:
+                row = len(row_leaders)  # as the single add: a row of references
+                row_tp(tp)
+                row_leadership(leadership)
+                row_assignment(assignment)
+                row_leader(leadership.leader_and_isr.leader)
+                if is_new:
+                    row_new.add(row)
+            else:
                 try:
-                    check_lair_inputs(tp, leadership, assignment)
-                except TypeError as e:
-                    raise TypeError(f"entries[{index}]: {e}") from None
-                raise
+                    lai = leadership.leader_and_isr
+                    state = make_lair(
+                        tp.topic, tp.partition, leadership.controller_epoch, lai.leader, lai.leader_epoch, lai.isr,
+                        lai.partition_epoch, assignment.replicas, assignment.adding_replicas,
+                        assignment.removing_replicas, is_new, int(lai.leader_recovery_state) if gate else 0,
+                    )
+                except AttributeError:
+                    try:
+                        check_lair_inputs(tp, leadership, assignment)
+                    except TypeError as e:
+                        raise TypeError(f"entries[{index}]: {e}") from None
+                    raise
+                row = rows.add_state(tp, state)
             if is_new or new_brokers:
+                sticky: int | None = None
                 for broker_id in targets:
                     inner = requests.get(broker_id)
                     if inner is None:
@@ -503,16 +557,18 @@ class ControllerBrokerRequestBatch:
                         new_brokers.add(broker_id)
                     elif broker_id in new_brokers:
                         prev = inner.get(tp)
-                        if prev is not None and prev.is_new:
-                            inner[tp] = attrs.evolve(state, is_new=True)  # sticky (CCM:424)
+                        if prev is not None and prev in row_new:
+                            if sticky is None:
+                                sticky = rows.renewed(tp, row)  # sticky (CCM:424)
+                            inner[tp] = sticky
                             continue
-                    inner[tp] = state
+                    inner[tp] = row
             else:  # no is_new state in the batch: no flag to keep
                 for broker_id in targets:
                     inner = requests.get(broker_id)
                     if inner is None:
                         inner = requests[broker_id] = {}
-                    inner[tp] = state
+                    inner[tp] = row
             version = hints.broker_membership_version
             if version != self._membership_seen:
                 self._add_brokers(ctx.live_or_shutting_down_broker_ids)  # type: ignore[union-attr]
@@ -522,16 +578,11 @@ class ControllerBrokerRequestBatch:
                 _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
                 continue
             info, replicas, offline, queued = view
-            lai = info.leader_and_isr
-            if queued:
-                umr_map[tp] = make_umr(
-                    tp.topic, tp.partition, info.controller_epoch, during_delete, 0, lai.isr, 0, replicas, offline
-                )
-            else:
-                umr_map[tp] = make_umr(
-                    tp.topic, tp.partition, info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr,
-                    lai.partition_epoch, replicas, offline,
-                )
+            if offline or queued:
+                umr_map[tp] = umr_state_from_view(tp, view)
+            else:  # as the single add: references, no state object (partition_info.py)
+                umr_refs[tp] = info
+                umr_replicas[tp] = replicas
 
     def add_update_metadata_request_for_brokers(
         self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()
@@ -593,7 +644,12 @@ class ControllerBrokerRequestBatch:
         if view is None:
             _log.info("Leader not yet assigned for partition %s. Skip sending UpdateMetadataRequest.", tp)
             return
-        self.update_metadata_request_partition_info_map[tp] = umr_state_from_view(tp, view)
+        info, replicas, offline, queued = view
+        umr_map = self.update_metadata_request_partition_info_map
+        if offline or queued:
+            umr_map[tp] = umr_state_from_view(tp, view)
+        else:
+            umr_map.put_leadership(tp, info, replicas)
 
     def add_stop_replica_request_for_brokers(
         self, broker_ids: Iterable[int], topic_partition: TopicPartition, delete_partition: bool
@@ -641,7 +697,7 @@ class ControllerBrokerRequestBatch:
             self.update_type = UpdateType.UNKNOWN
         except Exception as e:
             cause = f"{type(e).__name__}: {e}"
-            if self.leader_and_isr_request_map:
+            if self._lair:
                 _log.error(
                     "Haven't been able to send leader and isr requests, current state of the map is %s. Exception message: %s",
                     bounded_state(self.leader_and_isr_request_map), _cut(cause),
@@ -670,20 +726,25 @@ class ControllerBrokerRequestBatch:
         brokers_by_id: dict[int, list[tuple[int, Broker]]] | None = None  # id -> (position, Broker), built once
         epoch_offset = body_layout(LeaderAndIsrRequest, version).epoch_offset
         parts = SendParts()  # each state and topic header encoded once for every broker they go to
-        # Brokers with equal partition-state lists share one builder and body. Candidates are
-        # found by (length, first partition) and confirmed with ==, which compares list items
-        # by identity first: brokers that got the same adds hold the very same state objects.
-        shared: dict[tuple[int, TopicPartition], list[tuple[list[LeaderAndIsrPartitionState], LeaderAndIsrBuilder, SharedBody]]] = {}
-        for broker, states in self.leader_and_isr_request_map.items():
+        rows = self._lair_rows
+        if not self.sizes_only and version >= 2:
+            encode_rows(parts, rows, version)  # every row's state at once, in row order (builders.py)
+        leader_of = rows.leaders.__getitem__
+        made: dict[int, LeaderAndIsrPartitionState] = {}  # states read, one per row (LeaderAndIsrStates)
+        # Brokers with equal row lists share one builder and body. Candidates are found by
+        # (length, first partition) and confirmed with == on the lists of row numbers.
+        shared: dict[tuple[int, TopicPartition], list[tuple[list[int], LeaderAndIsrBuilder, SharedBody]]] = {}
+        for broker, states in self._lair.items():
             if broker not in live_ids or not states:
                 continue
             values = list(states.values())
             if log.debug_enabled:
-                for tp, s in states.items():
+                for tp, row in states.items():
+                    s = rows.state(tp, row)
                     kind = "become-leader" if s.leader == broker else "become-follower"
                     log.debug(f"Sending {kind} LeaderAndIsr request {struct_text(s)} to broker {broker} for partition {tp}")
             if log.info_enabled:
-                become_leader = list(map(_leader_of, values)).count(broker)
+                become_leader = list(map(leader_of, values)).count(broker)
                 log.info(
                     f"Sending LeaderAndIsr request to broker {broker} with {become_leader} become-leader and "
                     f"{len(states) - become_leader} become-follower partitions"
@@ -701,7 +762,7 @@ class ControllerBrokerRequestBatch:
                     brokers_by_id = {}
                     for i, b in enumerate(live_brokers):
                         brokers_by_id.setdefault(b.id, []).append((i, b))
-                found_leaders = [e for lid in set(map(_leader_of, values)) for e in brokers_by_id.get(lid, ())]
+                found_leaders = [e for lid in set(map(leader_of, values)) for e in brokers_by_id.get(lid, ())]
                 found_leaders.sort(key=_first)
                 live_leaders: dict[LeaderAndIsrLiveLeader, None] = {}
                 for _, b in found_leaders:
@@ -711,14 +772,16 @@ class ControllerBrokerRequestBatch:
                         node = nodes[b] = LeaderAndIsrLiveLeader(broker_id=n.id, host_name=n.host, port=n.port)
                     live_leaders[node] = None
                 builder = LeaderAndIsrBuilder(
-                    version, self.controller_id, controller_epoch, values,
+                    version, self.controller_id, controller_epoch,
+                    LeaderAndIsrStates(rows, list(states), values, made),  # type: ignore[arg-type]
                     topic_ids, tuple(live_leaders), self.kraft_controller, int(self.update_type),
                 )
                 body = shared_body(builder, broker_epoch, epoch_offset, parts, sizes_only=self.sizes_only)
                 candidates.append((values, builder, body))
             callback = functools.partial(self._handle_leader_and_isr_response, broker)
             self.transport.send(broker, OutboundRequest(builder, broker_epoch, body), callback)
-        self.leader_and_isr_request_map.clear()
+        self._lair.clear()
+        self._lair_rows = LeaderAndIsrRows(self._recovery_gate)  # the builders keep the rows sent
         self._lair_new_brokers.clear()
 
     def _send_update_metadata(self, ctx: ControllerChannelContext, controller_epoch: int, log: _StateChangeLog) -> None:
@@ -735,10 +798,10 @@ class ControllerBrokerRequestBatch:
         if destinations:
             epochs = ctx.live_broker_id_and_epochs
             topic_ids = ctx.topic_ids
-            states = list(partitions.values())
-            topics = dict.fromkeys(map(_topic_of, states))  # in first-seen order
+            states = UpdateMetadataStates(partitions.refs, partitions.replicas)  # states made when read
+            topics = dict.fromkeys(map(_topic_of, partitions.refs))  # in first-seen order
             builder = UpdateMetadataBuilder(
-                version, self.controller_id, controller_epoch, states, live_brokers,
+                version, self.controller_id, controller_epoch, states, live_brokers,  # type: ignore[arg-type]
                 {t: topic_ids[t] for t in topics if t in topic_ids}, self.kraft_controller, int(self.update_type),
             )
             layout = body_layout(UpdateMetadataRequest, version)
@@ -747,7 +810,7 @@ class ControllerBrokerRequestBatch:
                 callback = functools.partial(self._handle_update_metadata_response, broker)
                 self.transport.send(broker, OutboundRequest(builder, epochs[broker], body), callback)
         self.update_metadata_request_broker_set.clear()
-        partitions.clear()
+        partitions.detach()  # the builder keeps the stored values; the map starts anew
         self._membership_seen = None
 
     def _update_metadata_live_brokers(self, ctx: ControllerChannelContext, version: int) -> tuple[UpdateMetadataBroker, ...]:

@@ -58,6 +58,9 @@ def translating(fast: Encoder, checked: Encoder, label: str) -> Encoder:
             first = e.with_traceback(None)  # the failed attempt's frames (its partial output) go now
         _explain_encode(checked, obj, first, label)
 
+    # The untranslated encoder, for a caller's loop over many structs that catches a failure and
+    # runs this encoder on the same object to raise the translated error (batch/builders.py).
+    encode.fast = fast  # type: ignore[attr-defined]
     return encode
 
 
