@@ -61,14 +61,15 @@ from ctrlbatch.requests.layout import (
     array_count_size,
     fixed_offset,
     no_tagged_fields,
+    struct_args_encoder,
     struct_encoder,
     struct_sizer,
     without_empty_last_array,
 )
 from ctrlbatch.requests.model import Message
 
-from .lair_rows import LeaderAndIsrRows, LeaderAndIsrStates, make_lair_state
-from .partition_info import UpdateMetadataStates, make_umr_state
+from .lair_rows import LAIR_STATE_FIELDS, LeaderAndIsrRows, LeaderAndIsrStates, make_lair_state
+from .partition_info import UMR_STATE_FIELDS, UpdateMetadataStates, make_umr_state
 
 _EPOCH = struct.Struct(">q")  # BrokerEpoch is an int64 in every control request
 _COUNTS = 256  # array length prefixes kept ready (a topic's states per broker are usually few)
@@ -306,7 +307,7 @@ def encode_rows(parts: SendParts, rows: LeaderAndIsrRows, version: int) -> None:
     only if a body needs that row (the error, and when it is raised, stay as before)."""
     layout = _lair_layout(version)
     fast = _fast(layout.encode_state)
-    make = make_lair_state
+    args = struct_args_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version, LAIR_STATE_FIELDS)
     new = rows.new
     gate = rows.gate
     out: list[bytes | None] = []
@@ -316,13 +317,13 @@ def encode_rows(parts: SendParts, rows: LeaderAndIsrRows, version: int) -> None:
         try:
             if a is None:
                 ap(fast(le))
-            else:
+            else:  # the fields LeaderAndIsrRows.state makes the state of, encoded as arguments
                 lai = le.leader_and_isr
-                ap(fast(make(
+                ap(args(
                     tp.topic, tp.partition, le.controller_epoch, lai.leader, lai.leader_epoch, lai.isr,
                     lai.partition_epoch, a.replicas, a.adding_replicas, a.removing_replicas, row in new,
                     int(lai.leader_recovery_state) if gate else 0,
-                )))
+                ))
         except Exception:
             ap(None)
         row += 1
@@ -728,6 +729,7 @@ def _umr_topic_array(version: int, states: UpdateMetadataStates, topic_ids: dict
     tail = layout.topic_tail
     enc = layout.encode_state
     fast = _fast(enc)
+    args = struct_args_encoder(UpdateMetadataRequest, "UpdateMetadataPartitionState", version, UMR_STATE_FIELDS)
     make = make_umr_state
     explicit = UpdateMetadataPartitionState
     refs = states.refs
@@ -754,16 +756,23 @@ def _umr_topic_array(version: int, states: UpdateMetadataStates, topic_ids: dict
         ap(_umr_topic_head(version, topic, topic_ids.get(topic, ZERO_UUID)))
         ap(counts[n] if n < _COUNTS else array_count(n, flexible))
         for tp, v, reps in itertools.islice(rows_it, n):
-            if type(v) is not explicit:
-                lai = v.leader_and_isr
-                v = make(
+            if type(v) is explicit:
+                try:
+                    ap(fast(v))
+                except Exception:
+                    ap(enc(v))  # raises the codec's translated error
+                continue
+            lai = v.leader_and_isr  # state_of's fields, encoded as arguments (no state made)
+            try:
+                ap(args(
                     topic, tp.partition, v.controller_epoch, lai.leader, lai.leader_epoch, lai.isr,
                     lai.partition_epoch, reps, (),
-                )
-            try:
-                ap(fast(v))
+                ))
             except Exception:
-                ap(enc(v))  # raises the codec's translated error
+                ap(enc(make(
+                    topic, tp.partition, v.controller_epoch, lai.leader, lai.leader_epoch, lai.isr,
+                    lai.partition_epoch, reps, (),
+                )))  # raises the codec's translated error
         ap(tail)
     return b"".join(out)
 

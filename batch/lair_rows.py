@@ -28,10 +28,11 @@ import attrs
 from ctrlbatch.context import TopicPartition
 from ctrlbatch.requests import LeaderAndIsrPartitionState
 
-make_lair_state = LeaderAndIsrPartitionState.maker(
+LAIR_STATE_FIELDS = (
     "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch",
     "replicas", "adding_replicas", "removing_replicas", "is_new", "leader_recovery_state",
 )
+make_lair_state = LeaderAndIsrPartitionState.maker(*LAIR_STATE_FIELDS)
 """The trusted constructor of a LeaderAndIsr partition state (positional, in this order)."""
 
 

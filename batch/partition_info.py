@@ -27,10 +27,11 @@ from typing import Any
 from ctrlbatch.context import TopicPartition
 from ctrlbatch.requests import UpdateMetadataPartitionState
 
-make_umr_state = UpdateMetadataPartitionState.maker(
+UMR_STATE_FIELDS = (
     "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "zk_version",
     "replicas", "offline_replicas",
 )
+make_umr_state = UpdateMetadataPartitionState.maker(*UMR_STATE_FIELDS)
 """The trusted constructor of an UpdateMetadata partition state (positional, in this order)."""
 
 

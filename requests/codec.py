@@ -28,7 +28,7 @@ import attrs
 from .emit import compile_source
 from .errors import DecodeError, EncodeError, UnsupportedVersionError, check_buffer
 from .gen_decoder import FieldNote, RunNote, decoder_source
-from .gen_encoder import FieldFailure, encoder_source
+from .gen_encoder import FieldFailure, encoder_source, positional_encoder_source
 from .gen_sizer import sizer_source
 from .spec import MessageSpec, StructSpec, iter_structs
 
@@ -86,6 +86,16 @@ def encoder_for(spec: MessageSpec, version: int, struct_spec: StructSpec | None 
         encoder_source(spec, version, checked=True, struct_spec=struct_spec), f"<ctrlbatch encode {what} v{version} checked>"
     )
     return translating(fast["encode"], checked["encode"], f"{spec.name} v{version}")
+
+
+def positional_encoder_for(spec: MessageSpec, version: int, struct_spec: StructSpec, names: tuple[str, ...]) -> Callable[..., bytes]:
+    """The untranslated fast encoder of one struct taking its fields as arguments in `names`
+    order (gen_encoder.positional_encoder_source). It raises whatever the fast encoder raises:
+    a caller that meets a failure makes the object and runs encoder_for's encoder on it, which
+    raises the translated error."""
+    what = f"{struct_spec.name} of {spec.name}"
+    text = positional_encoder_source(spec, version, struct_spec, names)
+    return _exec(text, f"<ctrlbatch encode {what} v{version} from arguments>")["encode"]  # type: ignore[no-any-return]
 
 
 def sizer_for(spec: MessageSpec, version: int, struct_spec: StructSpec | None = None) -> Sizer:

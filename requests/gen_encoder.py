@@ -12,6 +12,7 @@ any error; it runs only to explain a failure of the fast one (codec.translating)
 
 from __future__ import annotations
 
+import re
 import struct
 from typing import Any
 
@@ -347,6 +348,32 @@ class EncoderGen:
             else:
                 s(f"ap({s.const(length, '_S')}.pack(len({b})))")
             s(f"ap({b})")
+
+
+_FIELD_OF_O = re.compile(r"\bo\.([A-Za-z_]\w*)")
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*) =", re.MULTILINE)
+
+
+def positional_encoder_source(
+    spec: MessageSpec, version: int, struct_spec: StructSpec, names: tuple[str, ...]
+) -> tuple[str, dict[str, Any]]:
+    """The fast encoder of one struct taking its fields as arguments, in `names` order (then
+    unknown_tagged_fields=()), instead of an object: the same generated text, each `o.<field>`
+    read as the argument of that name. For callers that would make an object only to encode it
+    (batch/builders.py). Every field the encoder reads must be named; no argument may share a
+    name with a local of the generated text."""
+    text, namespace = encoder_source(spec, version, struct_spec=struct_spec)
+    head = "def encode(o):"
+    if not text.startswith(head):
+        raise AssertionError(f"{struct_spec.name} v{version}: the encoder does not start with {head!r}")
+    read = set(_FIELD_OF_O.findall(text)) - {"unknown_tagged_fields"}
+    if not read <= set(names):
+        raise ValueError(f"{struct_spec.name} v{version}: names lack {sorted(read - set(names))}")
+    body = _FIELD_OF_O.sub(r"\1", text[len(head):])
+    clash = (set(_ASSIGNED.findall(body)) | set(namespace)) & {*names, "unknown_tagged_fields"}
+    if clash or re.search(r"\bo\b", body):
+        raise AssertionError(f"{struct_spec.name} v{version}: arguments {sorted(clash)} clash with the encoder's names")
+    return f"def encode({', '.join(names)}, unknown_tagged_fields=()):" + body, namespace
 
 
 def encoder_source(

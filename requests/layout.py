@@ -37,6 +37,20 @@ def struct_encoder(cls: type[Message], struct_name: str, version: int) -> Callab
 
 
 @functools.cache
+def struct_args_encoder(cls: type[Message], struct_name: str, version: int, names: tuple[str, ...]) -> Callable[..., bytes]:
+    """The untranslated encoder of one struct of cls at version taking its fields as arguments
+    in `names` order (codec.positional_encoder_for): on a failure, make the struct and encode it
+    with struct_encoder, which raises the translated error."""
+    from .codec import positional_encoder_for
+
+    spec = cls.MESSAGE
+    st = next((s for s in iter_structs(spec.fields) if s.name == struct_name), None)
+    if st is None:
+        raise KeyError(f"{spec.name} has no struct {struct_name}")
+    return positional_encoder_for(spec, version, st, names)
+
+
+@functools.cache
 def struct_sizer(cls: type[Message], struct_name: str, version: int) -> Callable[[Any], int]:
     """The sizer of one struct of cls at version, on its own: len(struct_encoder(...)(o))
     without encoding (gen_sizer.py)."""
