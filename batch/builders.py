@@ -117,6 +117,8 @@ class _LeaderAndIsrLayout:
     """The length prefixes of arrays of 0.._COUNTS - 1 elements, looked up instead of encoded."""
     count_sizes: tuple[int, ...]
     """Their sizes (sizes only)."""
+    encode_state_args: Callable[..., bytes]
+    """The state encoder taking LAIR_STATE_FIELDS as arguments (untranslated: layout.struct_args_encoder)."""
 
 
 @functools.cache
@@ -137,6 +139,7 @@ def _lair_layout(version: int) -> _LeaderAndIsrLayout:
         no_tagged_fields(body.flexible),
         tuple(array_count(n, body.flexible) for n in range(_COUNTS)),
         tuple(array_count_size(n, body.flexible) for n in range(_COUNTS)),
+        struct_args_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version, LAIR_STATE_FIELDS),
     )
 
 
@@ -243,9 +246,10 @@ def _lair_head(version: int, controller_id: int, kraft: bool, controller_epoch: 
 
 
 @functools.lru_cache(maxsize=_TOPIC_HEADS)
-def _topic_head(version: int, topic: str, topic_id: uuid.UUID) -> bytes:
-    """A LeaderAndIsr topic state's bytes before its partition states (its name and id)."""
-    empty = LeaderAndIsrTopicState(topic_name=topic, topic_id=topic_id)
+def _topic_head(version: int, topic: str, topic_id: int) -> bytes:
+    """A LeaderAndIsr topic state's bytes before its partition states (its name and id, given
+    as the UUID's int: a cache hit then compares ints in C, not UUIDs in Python)."""
+    empty = LeaderAndIsrTopicState(topic_name=topic, topic_id=uuid.UUID(int=topic_id))
     return without_empty_last_array(_lair_layout(version).encode_topic(empty), LeaderAndIsrRequest.is_flexible(version))
 
 
@@ -281,7 +285,7 @@ def _append_topic_runs(
             seen.add(t)
             head = heads.get(t)
             if head is None:
-                head = heads[t] = _topic_head(version, t, topic_ids.get(t, ZERO_UUID))
+                head = heads[t] = _topic_head(version, t, topic_ids.get(t, ZERO_UUID).int)
             ap(head)
             count_at = len(out)
             ap(b"")
@@ -307,7 +311,7 @@ def encode_rows(parts: SendParts, rows: LeaderAndIsrRows, version: int) -> None:
     only if a body needs that row (the error, and when it is raised, stay as before)."""
     layout = _lair_layout(version)
     fast = _fast(layout.encode_state)
-    args = struct_args_encoder(LeaderAndIsrRequest, "LeaderAndIsrPartitionState", version, LAIR_STATE_FIELDS)
+    args = layout.encode_state_args
     new = rows.new
     gate = rows.gate
     out: list[bytes | None] = []
@@ -375,7 +379,7 @@ def _append_row_runs(
             seen.add(t)
             head = heads.get(t)
             if head is None:
-                head = heads[t] = _topic_head(version, t, topic_ids.get(t, ZERO_UUID))
+                head = heads[t] = _topic_head(version, t, topic_ids.get(t, ZERO_UUID).int)
             ap(head)
             count_at = len(out)
             ap(b"")
@@ -480,7 +484,7 @@ class LeaderAndIsrBuilder:
             for topic, group in groups.items():
                 head = heads.get(topic)
                 if head is None:
-                    head = heads[topic] = _topic_head(version, topic, topic_ids.get(topic, ZERO_UUID))
+                    head = heads[topic] = _topic_head(version, topic, topic_ids.get(topic, ZERO_UUID).int)
                 ap(head)
                 n = len(group)
                 ap(counts[n] if n < _COUNTS else array_count(n, flexible))
@@ -694,6 +698,8 @@ class _UpdateMetadataLayout:
     topic_tail: bytes
     """What ends a topic state after its partition states: its tagged-field count when flexible."""
     counts: tuple[bytes, ...]
+    encode_state_args: Callable[..., bytes]
+    """The state encoder taking UMR_STATE_FIELDS as arguments (untranslated: layout.struct_args_encoder)."""
 
 
 @functools.cache
@@ -706,14 +712,16 @@ def _umr_layout(version: int) -> _UpdateMetadataLayout:
         struct_encoder(UpdateMetadataRequest, "UpdateMetadataPartitionState", version),
         struct_encoder(UpdateMetadataRequest, "UpdateMetadataTopicState", version),
         no_tagged_fields(flexible), tuple(array_count(n, flexible) for n in range(_COUNTS)),
+        struct_args_encoder(UpdateMetadataRequest, "UpdateMetadataPartitionState", version, UMR_STATE_FIELDS),
     )
 
 
 @functools.lru_cache(maxsize=_TOPIC_HEADS)
-def _umr_topic_head(version: int, topic: str, topic_id: uuid.UUID) -> bytes:
-    """An UpdateMetadata topic state's bytes before its partition states (its name, v7+ its id)."""
+def _umr_topic_head(version: int, topic: str, topic_id: int) -> bytes:
+    """An UpdateMetadata topic state's bytes before its partition states (its name, v7+ its id;
+    the id given as the UUID's int, as _topic_head)."""
     layout = _umr_layout(version)
-    empty = layout.encode_topic(UpdateMetadataTopicState(topic_name=topic, topic_id=topic_id))
+    empty = layout.encode_topic(UpdateMetadataTopicState(topic_name=topic, topic_id=uuid.UUID(int=topic_id)))
     return without_empty_last_array(empty, layout.flexible)
 
 
@@ -729,7 +737,7 @@ def _umr_topic_array(version: int, states: UpdateMetadataStates, topic_ids: dict
     tail = layout.topic_tail
     enc = layout.encode_state
     fast = _fast(enc)
-    args = struct_args_encoder(UpdateMetadataRequest, "UpdateMetadataPartitionState", version, UMR_STATE_FIELDS)
+    args = layout.encode_state_args
     make = make_umr_state
     explicit = UpdateMetadataPartitionState
     refs = states.refs
@@ -753,7 +761,7 @@ def _umr_topic_array(version: int, states: UpdateMetadataStates, topic_ids: dict
     ap = out.append
     rows_it = iter(rows)
     for topic, n in runs:
-        ap(_umr_topic_head(version, topic, topic_ids.get(topic, ZERO_UUID)))
+        ap(_umr_topic_head(version, topic, topic_ids.get(topic, ZERO_UUID).int))
         ap(counts[n] if n < _COUNTS else array_count(n, flexible))
         for tp, v, reps in itertools.islice(rows_it, n):
             if type(v) is explicit:
