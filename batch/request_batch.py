@@ -10,6 +10,11 @@ Rules (kafka-controller-batch-semantics.md, cited CCM:line):
 - add_leader_and_isr_requests_for_partitions (beyond Kafka) is a run of LeaderAndIsr adds in one
   call: each entry is the single add's arguments and the batch ends exactly as after those adds
   in order (same states, sticky flags, order and bytes; tests/batch/test_bulk_add.py).
+- What the batch holds per partition is references, not new objects (issue 26): the LeaderAndIsr
+  adds as rows (lair_rows.py; the per-broker maps hold row numbers), UpdateMetadata states from
+  the context as its leadership and replicas (partition_info.py). leader_and_isr_request_map and
+  update_metadata_request_partition_info_map read as Kafka's maps (states made when read, equal
+  to those the adds made before); bodies encode states from the references (builders.py).
 - send_requests_to_brokers runs LeaderAndIsr, UpdateMetadata, StopReplica (delete, then
   non-delete below v3); each phase clears its maps when done; any failure is re-raised as
   IllegalStateError with the cause, leaving the unsent maps for clear().
