@@ -145,7 +145,6 @@ def _bounded(value: Any, as_set: bool = False) -> str:
 # Trusted constructors generated for these call sites (no converters; see ctrlbatch.requests.model):
 # positional in the order named here, whatever the spec's order. The values passed are already
 # tuples and ints, checked at the edge or taken from frozen context values.
-_leader_of = operator.attrgetter("leader")
 _topic_of = operator.attrgetter("topic")
 _first = operator.itemgetter(0)
 STATE_CHANGE_LOGGER = "state.change.logger"
