@@ -4,9 +4,10 @@ Rules of this module (record batch v2: DefaultRecordBatch.java:44-100, kafka-met
 - Planning reads no record: ``cuts`` hops the 12-byte (baseOffset, batchLength) prefixes of the
   segments (as spark/ranges.py's batch_cuts does) and cuts at the first batch start past every
   ``unit_bytes``, remembering the batch before each cut.
-- A partition reads its range through the one reading loop (``History.reader``: the same
-  checks, snapshot trim and skip-corrupt rule as the replay; in the JSON record form,
-  json_fused.py, so data records arrive as their ``data`` text), starting one batch early, at the
+- A partition reads its range through the one reading loop's reader (``History.reader``: the
+  same checks, snapshot trim and skip-corrupt rule as the replay; in the JSON record form,
+  json_fused.py, so data records arrive as their ``data`` text), its usual batches turned into
+  rows where their bytes are read (log_rows.py, the same rows and errors), starting one batch early, at the
   batch before its cut, and drops that batch's rows: the offset and epoch checks then meet the
   partition's first batch in the state the sequential read has there (the batch before it
   accepted), so a gap, an overlap or an epoch without a LeaderChange across a cut fails (or is
@@ -25,7 +26,6 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
-from typing import Any
 
 import attrs
 import pyarrow as pa
@@ -33,8 +33,9 @@ import pyarrow as pa
 from ..log.reading import Position, ReadFrom
 from ..log.sources import History, open_history
 from .json_fused import JSON_FORM
+from .log_rows import log_rows
 from .options import TableOptions
-from .record_rows import ROWS_PER_BATCH, record_batches
+from .record_rows import ROWS_PER_BATCH, RecordColumns, record_batches
 
 __all__ = ["MAX_PARTS", "Part", "cuts", "plan_parts", "read_part", "unit_bytes_for"]
 
@@ -139,18 +140,6 @@ def read_part(options: TableOptions, part: Part, rows: int = ROWS_PER_BATCH) -> 
         yield from record_batches(history.batches(), include_noops=noops, rows=rows)
         return
     reader = history.reader(ReadFrom(*part.begin), part.stop, form=JSON_FORM)
-    batches = iter(reader)
-    if part.overlap:
-        seg, pos = part.begin
-        source = history.segments[seg]
-        batches = _after_first(batches, source, pos)
-    yield from record_batches(batches, include_noops=noops, rows=rows)
-
-
-def _after_first(batches: Iterator[Any], source: str, position: int) -> Iterator[Any]:
-    """The batches without the one read only to set the checks (it belongs to the part before)."""
-    for batch in batches:
-        if not (batch.position == position and batch.source == source):
-            yield batch
-        break
-    yield from batches
+    seg, pos = part.begin
+    drop = (history.segments[seg], pos) if part.overlap else None  # read only to set the checks
+    yield from log_rows(reader, RecordColumns(include_noops=noops), rows, drop)
