@@ -37,11 +37,12 @@ from .log_rows import log_rows
 from .options import TableOptions
 from .record_rows import ROWS_PER_BATCH, RecordColumns, record_batches
 
-__all__ = ["MAX_PARTS", "Part", "cuts", "plan_parts", "read_part", "unit_bytes_for"]
+__all__ = ["MAX_PARTS", "MIN_CORE_UNIT", "Part", "cuts", "plan_parts", "read_part", "unit_bytes_for"]
 
 _PREFIX = struct.Struct(">qi")
 WINDOW = 1 << 20
 MIN_UNIT = 16 << 20
+MIN_CORE_UNIT = 1 << 20
 MAX_UNIT = 64 << 20
 PARTS_PER_LOG = 16
 MAX_PARTS = 1024
@@ -59,14 +60,22 @@ class Part:
     overlap: bool = False
 
 
-def unit_bytes_for(total: int) -> int:
+def unit_bytes_for(total: int, cores: int | None = None) -> int:
     """Equal partitions of about MIN_UNIT bytes each, at most PARTS_PER_LOG of them (then larger),
     none over MAX_UNIT. Why not smaller: a Spark task has a fixed cost, measured at about 0.1 s
     of Python worker and 0.05 s of JVM CPU on the project machine (benchmarks/tables_bench.py's
     log of 58 MB on local[2]: 16 parts cost 3.9 + 1.3 s of job CPU, 4 parts 3.1 + 0.6 s), while
     16 MiB of log is about 0.9 s of reading. Why equal: a few parts on a few cores finish
-    together only if they are alike."""
-    parts = min(PARTS_PER_LOG, max(1, -(-total // MIN_UNIT)))
+    together only if they are alike.
+
+    With ``cores`` (the session's default parallelism, which register(spark) gives the data
+    source): the fewest parts that are a multiple of cores, none over MAX_UNIT and none under
+    MIN_CORE_UNIT: every core reads one equal part per wave, so the fixed cost is paid once per
+    core and wave, and no core waits for another's second task."""
+    if cores is not None and cores > 0:
+        parts = max(1, min(cores * -(-total // (cores * MAX_UNIT)), total // MIN_CORE_UNIT))
+    else:
+        parts = min(PARTS_PER_LOG, max(1, -(-total // MIN_UNIT)))
     return max(1, min(MAX_UNIT, -(-total // parts)))
 
 
@@ -108,8 +117,8 @@ def open_table(options: TableOptions) -> History:
     return open_history(options.path, from_snapshot=options.from_snapshot, skip_corrupt=options.skip_corrupt)
 
 
-def plan_parts(options: TableOptions) -> list[Part]:
-    """The partitions of the table (module rules)."""
+def plan_parts(options: TableOptions, cores: int | None = None) -> list[Part]:
+    """The partitions of the table (module rules); cores: unit_bytes_for's."""
     history = open_table(options)
     parts: list[Part] = []
     if history.snapshot is not None:
@@ -120,7 +129,7 @@ def plan_parts(options: TableOptions) -> list[Part]:
     if history.kind in ("jsonl", "dump") or not segments:
         return parts
     total = sum(os.path.getsize(s) for s in segments)
-    unit = options.unit_bytes or unit_bytes_for(total)
+    unit = options.unit_bytes or unit_bytes_for(total, cores)
     begins: list[tuple[Position, Position | None]] = [((0, 0), None), *cuts(segments, unit)]
     for i, (begin, before) in enumerate(begins):
         stop = begins[i + 1][0] if i + 1 < len(begins) else None
