@@ -81,33 +81,52 @@ def unit_bytes_for(total: int, cores: int | None = None) -> int:
 
 def cuts(segments: list[str], unit_bytes: int, max_parts: int = MAX_PARTS) -> list[tuple[Position, Position]]:
     """(cut, the batch before it): batch starts, one past every ``unit_bytes`` of input, at most
-    ``max_parts - 1``. A bad length ends the hop in that segment (the reader names it)."""
+    ``max_parts - 1``. A bad length ends the hop in that segment (the reader names it).
+
+    The planner runs before any task, so the hop is tight: batches are hopped in runs that need
+    neither a new window nor a cut check, and the hop ends once no batch can start past the
+    next cut (the last part's batches are not hopped)."""
     out: list[tuple[Position, Position]] = []
+    sizes = [os.path.getsize(path) for path in segments]
+    total = sum(sizes)
     done, next_cut = 0, unit_bytes
-    prev: Position | None = None
+    prev_seg, prev_pos = -1, 0
     unpack = _PREFIX.unpack_from
     for seg, path in enumerate(segments):
-        size = os.path.getsize(path)
+        size = sizes[seg]
+        if next_cut >= total:
+            return out  # no batch starts at or past the next cut
         with open(path, "rb") as f:
             buf, base, limit = b"", 0, -1
             pos, last = 0, size - _PREFIX.size
             while pos <= last:
-                if done + pos >= next_cut and prev is not None:
-                    out.append(((seg, pos), prev))
+                if done + pos >= next_cut and prev_seg >= 0:
+                    out.append(((seg, pos), (prev_seg, prev_pos)))
                     if len(out) + 1 >= max_parts:
                         return out
                     next_cut = done + pos + unit_bytes
+                    if next_cut >= total:
+                        return out
                 if pos > limit:
                     f.seek(pos)
                     buf, base = f.read(WINDOW), pos
                     limit = pos + len(buf) - _PREFIX.size
                     if limit < pos:
                         break
-                length = unpack(buf, pos - base)[1]
+                # The batch at pos, then those after it up to hop_to: in the window (so in the
+                # file: limit <= last) and before the next cut (what the checks above would pass).
+                hop_to = min(limit, next_cut - done - 1)
+                while True:
+                    length = unpack(buf, pos - base)[1]
+                    if length <= 0:
+                        break
+                    prev_seg = seg
+                    prev_pos = pos
+                    pos += _PREFIX.size + length
+                    if pos > hop_to:
+                        break
                 if length <= 0:
                     break
-                prev = (seg, pos)
-                pos += _PREFIX.size + length
         done += size
     return out
 
