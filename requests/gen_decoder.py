@@ -169,8 +169,8 @@ class DecoderGen:
             s(f"{outer} = end")
             with s.block(f"for _ in range({cnt}):"):
                 s.set_note(FieldNote(tags_path))
-                s(f"{tag}, pos = _ruv(buf, pos)")
-                s(f"{size}, pos = _ruv(buf, pos)")
+                self.uvarint(tag)
+                self.uvarint(size)
                 with s.block(f"if {tag} <= {last}:"):
                     s(f"raise DecodeError(f'tag {{{tag}}} follows tag {{{last}}}: tags must be strictly ascending', offset=pos)")
                 with s.block(f"if {size} < 0 or {size} > end - pos:"):
@@ -198,6 +198,10 @@ class DecoderGen:
                 s(f"end = {outer}")
             s(f"{ut} = tuple({ut})")
         return ut
+
+    def uvarint(self, target: str) -> None:
+        """Read an unsigned varint at pos into target (a tag or its size; a subclass may inline it)."""
+        self.src(f"{target}, pos = _ruv(buf, pos)")
 
     def keep_unknown_tag(self, ut: str, tag: str) -> None:
         self.src(f"{ut}.append(({tag}, bytes(buf[pos:end])))")

@@ -220,35 +220,53 @@ class LogReader:
             seen = ReadStats(corrupt=self.stats.corrupt, unprinted=self.stats.unprinted)
             yield from text_batches(self.source, self.kind, self.skip_corrupt, seen)
             return
-        begin, stop = self.begin, self.stop
-        last = stop[0] if stop is not None else len(self.segments) - 1
-        for i in range(begin.segment, last + 1):
-            pos = begin.position if i == begin.segment else 0
-            end = stop[1] if stop is not None and i == stop[0] else None
-            if end is not None and end <= pos:
-                continue
+        for i, pos, end in self.ranges():
             self._segment = i
             self._at = SegmentReader(
                 self.segments[i], skip_corrupt=self.skip_corrupt, stats=self.stats, start=pos, stop=end, count=False,
                 form=self.form,
             )
-            named = _SEGMENT_NAME.match(os.path.basename(self.segments[i])) if pos == 0 else None
-            if named is None:
+            if pos != 0 or self.named_base(i) is None:
                 yield from self._at
                 continue
             it, before = iter(self._at), self.stats.corrupt_count
             first = next(it, None)
             if first is not None:
-                base = int(named.group(1))
-                if first.base_offset != base and self.stats.corrupt_count == before:
-                    raise ReplayInputError(
-                        self.segments[i], first.position,
-                        f"the file name says the segment starts at offset {base}, but its first batch starts at "
-                        f"{first.base_offset}: the name does not match the segment",
-                    )
+                self.check_segment_start(i, first, before)
                 yield first
             yield from it
-        if stop is None and self.snapshot is not None and self.offsets is not None:
+        if self.stop is None:
+            self.check_end()
+
+    def ranges(self) -> Iterator[tuple[int, int, int | None]]:
+        """(segment index, start, stop or None: its end) of each segment the read covers."""
+        begin, stop = self.begin, self.stop
+        last = stop[0] if stop is not None else len(self.segments) - 1
+        for i in range(begin.segment, last + 1):
+            pos = begin.position if i == begin.segment else 0
+            end = stop[1] if stop is not None and i == stop[0] else None
+            if end is None or end > pos:
+                yield i, pos, end
+
+    def named_base(self, segment: int) -> int | None:
+        """The base offset the 20-digit name of segment gives (None: not so named)."""
+        named = _SEGMENT_NAME.match(os.path.basename(self.segments[segment]))
+        return None if named is None else int(named.group(1))
+
+    def check_segment_start(self, segment: int, first: LogBatch, corrupt_before: int) -> None:
+        """The first batch read of a segment read from its start (corrupt_before: the skipped
+        count when its reading began) must start at the offset its name gives (module rules)."""
+        base = self.named_base(segment)
+        if base is not None and first.base_offset != base and self.stats.corrupt_count == corrupt_before:
+            raise ReplayInputError(
+                self.segments[segment], first.position,
+                f"the file name says the segment starts at offset {base}, but its first batch starts at "
+                f"{first.base_offset}: the name does not match the segment",
+            )
+
+    def check_end(self) -> None:
+        """A log read to its end must reach the snapshot's end offset (module rules)."""
+        if self.snapshot is not None and self.offsets is not None:
             reached = self.offsets.expected
             if 0 <= reached < self.start_offset:
                 raise ReplayInputError(
@@ -260,26 +278,38 @@ class LogReader:
     def __iter__(self) -> Iterator[LogBatch]:
         offsets, epochs, stats, start = self.offsets, self.epochs, self.stats, self.start_offset
         for batch in self._read():
-            # Each check's usual case inline (module rules), the check itself otherwise.
-            if offsets is not None:
-                if batch.base_offset == offsets.expected:
+            # Each check's usual case inline (module rules), the checks themselves otherwise (admit).
+            if offsets is not None and batch.base_offset == offsets.expected:
+                e = batch.epoch
+                if e >= 0 and e == epochs.epoch and batch.base_offset >= start:
                     offsets.expected, offsets.corrupt = batch.last_offset + 1, stats.corrupt_count
-                elif not offsets.see(batch, self._span(batch)):
+                    count_batch(stats, batch)
+                    yield batch
                     continue
-            e = batch.epoch
-            if e < 0 or e != epochs.epoch:
-                problem = epochs.problem(batch)
-                if problem is not None:
-                    err = _located(batch, problem, epochs.text)
-                    stats.skip_or_raise(err, self.skip_corrupt, span=self._span(batch))
-                    continue
-            if batch.base_offset < start:
-                trimmed = trim_batch(batch, start)
-                if trimmed is None:
-                    continue
-                batch = trimmed
-            count_batch(stats, batch)
-            yield batch
+            admitted = self.admit(batch, self._span(batch))
+            if admitted is not None:
+                count_batch(stats, admitted)
+                yield admitted
+
+    def admit(self, batch: LogBatch, span: tuple[int, int] | None) -> LogBatch | None:
+        """A batch read (span: its bytes, binary inputs) through the checks and the trim of the
+        module rules: the batch to yield, or None (skipped, or before the start offset). Raises
+        what the checks raise."""
+        offsets, epochs, stats = self.offsets, self.epochs, self.stats
+        if offsets is not None:
+            if batch.base_offset == offsets.expected:
+                offsets.expected, offsets.corrupt = batch.last_offset + 1, stats.corrupt_count
+            elif not offsets.see(batch, span):
+                return None
+        e = batch.epoch
+        if e < 0 or e != epochs.epoch:
+            problem = epochs.problem(batch)
+            if problem is not None:
+                stats.skip_or_raise(_located(batch, problem, epochs.text), self.skip_corrupt, span=span)
+                return None
+        if batch.base_offset < self.start_offset:
+            return trim_batch(batch, self.start_offset)
+        return batch
 
     def _span(self, batch: LogBatch) -> tuple[int, int] | None:
         """The bytes of the batch just read (binary inputs), for a skipped batch's report."""

@@ -466,3 +466,13 @@ def _refill(f: BinaryIO, buf: bytes, i: int, pos: int, need: int, end_at: int) -
     held = len(buf) - i
     want = min(max(_CHUNK, need), end_at - pos) - held
     return buf[i:] + f.read(max(want, 0)), pos, 0
+
+
+# The pieces a reading loop specialised to one consumer reuses (tables/log_rows.py: the records
+# table's rows straight from a segment's bytes), so that it decides nothing differently.
+BadBatch = _Bad
+BATCH_HEADER = _HEADER
+NOOP_BATCH_RECORDS = _NOOP_RECORDS
+check_length = _check_length
+decode_at = _decode
+refill = _refill

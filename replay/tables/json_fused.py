@@ -21,8 +21,9 @@ Rules of this module:
   field is compared with its default as json_fast does; then each written field becomes its
   JSON piece and the struct one f-string (or, with tagged fields, its written pieces joined).
   A uuid becomes its quoted text as it is read (a topic id recurs: the text of the last 16,384
-  ids is kept), and so does an array of integers (a replica set, an ISR recur: the text of
-  the last 65,536 is kept, keyed by the decoder's tuple). A tagged uuid or single struct (none
+  ids is kept, looked up inline), and so does an int32 array (a replica set, an ISR recur: it
+  is read as its bytes, after the decoder's length checks, and the text of the last 65,536 is
+  kept, keyed by those bytes). A tag and its size are read with their one-byte case inline. A tagged uuid or single struct (none
   in the catalog) would be compared with an object default: such a spec gets no fused decoder
   (``_fusable``), its records take the reference path.
 - Memoised per (type, version); ``JSON_FORM`` is the reader's record form that gives a data
@@ -34,6 +35,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import struct
 import uuid
 from typing import Any
 
@@ -66,16 +68,21 @@ def _uuid_text(bytes: bytes) -> str:  # noqa: A002 (the keyword the generated co
     return t
 
 
-_INTS: dict[tuple[int, ...], str] = {}
+_INTS: dict[bytes, str] = {}
 INTS_CACHE = 1 << 16
 
 
-def _ints_text(v: tuple[int, ...]) -> str:
-    """The JSON text of an array of integers (kept for the recent arrays, module rules)."""
+def _ints_text(raw: bytes) -> str:
+    """The JSON text of an int32 array from its bytes (kept for the recent arrays, module rules)."""
     if len(_INTS) >= INTS_CACHE:
         _INTS.clear()
-    t = _INTS[v] = "[" + ",".join(map(str, v)) + "]"
+    t = _INTS[raw] = "[" + ",".join(map(str, struct.unpack(f">{len(raw) >> 2}i", raw))) + "]"
     return t
+
+
+def _raw_ints(f: FieldSpec) -> bool:
+    """An int32 array: read as its bytes, which key the cache of its text (module rules)."""
+    return f.is_array and f.struct is None and f.element_type == "int32"
 
 
 def _bytes_text(v: bytes) -> str:
@@ -100,7 +107,8 @@ class FusedGen(DecoderGen):
     def __init__(self, spec: Any, version: int, classes: dict[str, type]) -> None:
         super().__init__(spec, version, classes)
         self.src.namespace.update(
-            _UUID=_uuid_text, _Z=_uuid_text(ZERO_UUID.bytes), _ruv=ruv_short_first, _jbool=_bool_text, _IC=_INTS,
+            _UUID=_uuid_text, _UC=_UUIDS, _Z=_uuid_text(ZERO_UUID.bytes), _ruv=ruv_short_first, _jbool=_bool_text,
+            _IC=_INTS,
             _jints=_ints_text,
             _jfloat=_float, _jstr=_esc, _jbytes=_bytes_text,
         )
@@ -118,7 +126,7 @@ class FusedGen(DecoderGen):
         if self.flexible:
             self.flush()
             for f in at.tagged:
-                s(f"{values[f.attr]} = {self.default_expr(f)}")
+                s(f"{values[f.attr]} = {self.default_expr(f)}")  # an int32 array's: its bytes (or None)
             self.tag_section(st, at.tagged, values, where)
         self.flush()
         res = s.fresh("r")
@@ -133,7 +141,8 @@ class FusedGen(DecoderGen):
             cond = None
             if tagged:
                 if f.is_array or f.struct is not None:
-                    cond = f"{v} is not None and {v} != ()" if f.default != "null" else f"{v} is not None"
+                    empty = "b''" if _raw_ints(f) else "()"
+                    cond = f"{v} is not None and {v} != {empty}" if f.default != "null" else f"{v} is not None"
                 else:
                     cond = f"{v} != {self.default_expr(f)}"
             if text == v:
@@ -168,14 +177,56 @@ class FusedGen(DecoderGen):
         s(f"{res} = '{{' + ','.join({parts}) + '}}'")
         return res
 
+    def default_expr(self, f: FieldSpec) -> str:
+        if _raw_ints(f):
+            return "None" if f.default == "null" else "b''"
+        return super().default_expr(f)
+
+    def uvarint(self, target: str) -> None:
+        """A tag or its size: the one-byte case inline (ruv_short_first's, without the call)."""
+        s = self.src
+        s(f"{target} = buf[pos]")
+        with s.block(f"if {target} < 0x80:"):
+            s("pos += 1")
+        with s.block("else:"):
+            s(f"{target}, pos = _ruv(buf, pos)")
+
+    def value(self, f: FieldSpec, where: str) -> str:
+        """The decoder's read of a field, but an int32 array is kept as its bytes (the same checks)."""
+        if not _raw_ints(f):
+            return super().value(f, where)
+        s = self.src
+        target = s.fresh("x")
+        n = self.length(f.name, self.flexible, "i", where)
+        with self.if_null(f, n, target, self.v in f.nullable_versions):
+            with s.block(f"if {n} * 4 > end - pos:"):
+                with s.block(f"if {n} > end - pos:"):
+                    self.too_many(n)
+                s(f"raise DecodeError(f'Error reading an array of {{{n}}} int32 values: only {{end - pos}} bytes remain', offset=pos)")
+            s(f"{target} = buf[pos:pos + {n} * 4]")
+            s(f"pos += {n} * 4")
+        return target
+
+    def scalar(self, f: FieldSpec, e: str, where: str, element: bool) -> str:
+        """The decoder's read of a primitive, but a uuid's text is looked up in its cache inline."""
+        if e != "uuid":
+            return super().scalar(f, e, where, element)
+        target = self.src.fresh("x")
+        self.push("16s", target, 16, where, "" if element else f.name)
+        self.flush()
+        self.src(f"{target} = _UC.get({target}) or _UUID(bytes={target})")
+        return target
+
     def text_of(self, f: FieldSpec, v: str, *, nullable: bool) -> str:
         """The expression of field f's JSON text from its decoded value v (a struct's: its text)."""
         if f.struct is not None:
             text = f"'[' + ','.join({v}) + ']'" if f.is_array else v
         elif f.is_array:
             conv = _SCALAR_TEXT[f.element_type]
-            if conv is None:  # integers: a replica set or an ISR recurs
+            if _raw_ints(f):  # a replica set or an ISR recurs: its bytes key the cache
                 text = f"(_IC.get({v}) or _jints({v}))"
+            elif conv is None:
+                text = f"'[' + ','.join(map(str, {v})) + ']'"
             else:
                 elements = v if conv == "" else f"map({conv}, {v})"
                 text = f"'[' + ','.join({elements}) + ']'"

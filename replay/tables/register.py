@@ -4,6 +4,9 @@ Rules of this module:
 - ``register`` adds the data source to the session (``spark.dataSource.register``), after
   telling cloudpickle to send source.py's classes by value (source.py's rules: an executor
   without ctrlbatch then fails in one line naming what it lacks). Registering again is harmless.
+  The class registered holds the session's default parallelism (``spark.sparkContext.
+  defaultParallelism``, when there is a SparkContext), so the default partitioning gives each
+  core one equal part (plan.unit_bytes_for).
 - PySpark registers an installed package named ``pyspark_*`` by itself (SPARK-45917); ctrlbatch
   is not named so, hence the one call.
 - What the executors need: a Python that imports ctrlbatch (with its [replay] extra: crc32c,
@@ -34,7 +37,16 @@ def register(spark: SparkSession) -> None:
     from . import source
 
     cloudpickle.register_pickle_by_value(sys.modules[source.__name__])  # type: ignore[no-untyped-call]
-    spark.dataSource.register(source.KraftMetadataDataSource)
+    spark.dataSource.register(source.for_session(_parallelism(spark)))
+
+
+def _parallelism(spark: SparkSession) -> int | None:
+    """The session's default parallelism (its cores on local[N]); None where the session has no
+    SparkContext to ask (Spark Connect): the data source then plans without it."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:
+        return None
 
 
 RECORDS_SCHEMA = records_schema()

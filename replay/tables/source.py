@@ -12,7 +12,9 @@ Rules of this module:
 - The work is done by ``ctrlbatch.replay.tables.table`` (imported where it runs): the options'
   checks, planning, reading, and the stream's offsets.
 - Batch reads: ``partitions()`` are byte ranges cut on batch boundaries (plan.py), ``read()``
-  yields Arrow record batches. Streaming reads (``DataSourceStreamReader``): offsets are
+  yields Arrow record batches. The class registered by ``register(spark)`` is ``for_session``'s:
+  it holds the session's default parallelism, which the planner (a process of its own, without a
+  SparkContext) cannot ask for, so the default partitioning gives every core one equal part. Streaming reads (``DataSourceStreamReader``): offsets are
   ``{"offset": next log offset, ...}`` (stream.py's rules).
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 
-__all__ = ["MISSING", "NAME", "KraftMetadataDataSource", "MissingCtrlbatch"]
+__all__ = ["MISSING", "NAME", "KraftMetadataDataSource", "MissingCtrlbatch", "for_session"]
 
 NAME = "kraft_metadata"
 MISSING = (
@@ -95,6 +97,8 @@ class KraftMetadataDataSource(DataSource):
     log; ``spark.readStream`` follows a live ``__cluster_metadata-0``. Options: fromSnapshot,
     skipCorrupt, includeNoOps, unitBytes (ctrlbatch.replay.tables.options.OPTIONS)."""
 
+    cores: int | None = None  # the session's default parallelism (for_session), for the partitioning
+
     @classmethod
     def name(cls) -> str:
         return NAME
@@ -107,7 +111,7 @@ class KraftMetadataDataSource(DataSource):
 
     @_one_line
     def reader(self, schema: Any) -> DataSourceReader:
-        return _Reader(_table().checked(dict(self.options)))
+        return _Reader(_table().checked(dict(self.options)), self.cores)
 
     @_one_line
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
@@ -118,13 +122,23 @@ class _Part(InputPartition):
     """A partition's plain values (plan.Part as a tuple)."""
 
 
+def for_session(cores: int | None) -> type[KraftMetadataDataSource]:
+    """The data source class to register in a session whose default parallelism is cores (None:
+    unknown): a subclass holding it, which travels with the class (pickled by value)."""
+    if cores is None:
+        return KraftMetadataDataSource
+    return type(KraftMetadataDataSource.__name__, (KraftMetadataDataSource,),
+                {"cores": cores, "__doc__": KraftMetadataDataSource.__doc__})
+
+
 class _Reader(DataSourceReader):
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], cores: int | None = None) -> None:
         self.options = options
+        self.cores = cores
 
     @_one_line
     def partitions(self) -> Sequence[InputPartition]:
-        return [_Part(p) for p in _table().plan(self.options)]
+        return [_Part(p) for p in _table().plan(self.options, self.cores)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         error = yield from _guarded(_table().read, self.options, partition.value)

@@ -38,8 +38,8 @@ def checked_stream(options: Mapping[str, str]) -> dict[str, str]:
     return dict(options)
 
 
-def plan(options: Mapping[str, str]) -> list[tuple[Any, ...]]:
-    return [attrs.astuple(p, recurse=False) for p in plan_parts(parse_options(options))]
+def plan(options: Mapping[str, str], cores: int | None = None) -> list[tuple[Any, ...]]:
+    return [attrs.astuple(p, recurse=False) for p in plan_parts(parse_options(options), cores)]
 
 
 def read(options: Mapping[str, str], part: tuple[Any, ...]) -> Iterator[pa.RecordBatch]:

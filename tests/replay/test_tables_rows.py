@@ -288,3 +288,59 @@ def test_one_log_segment_is_a_table(logs: dict[str, Path]) -> None:
     table, parts = partitioned({"path": str(segment), "unitBytes": "10000"})
     assert parts > 2 and table.equals(one_read(segment)) and table.num_rows > 100
     assert set(table["file"].to_pylist()) == {str(segment)}
+
+
+def reference_cuts(segments: list[str], unit: int, max_parts: int) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """cuts' rule, spelled out: walk every batch start; cut at the first one at or past unit bytes
+    after the last cut (or the start), remembering the batch before; a length <= 0 ends a segment."""
+    import struct
+
+    out: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    done, next_cut, prev = 0, unit, None
+    for seg, path in enumerate(segments):
+        data = Path(path).read_bytes()
+        pos = 0
+        while pos <= len(data) - 12:
+            if done + pos >= next_cut and prev is not None:
+                out.append(((seg, pos), prev))
+                if len(out) + 1 >= max_parts:
+                    return out
+                next_cut = done + pos + unit
+            length = struct.unpack_from(">qi", data, pos)[1]
+            if length <= 0:
+                break
+            prev = (seg, pos)
+            pos += 12 + length
+        done += len(data)
+    return out
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.lists(st.integers(min_value=-3, max_value=300), min_size=0, max_size=30), min_size=1,
+                      max_size=4),
+       unit=st.integers(min_value=1, max_value=3000), max_parts=st.integers(min_value=1, max_value=40),
+       window=st.sampled_from([16, 40, 100, 1 << 20]), tail=st.integers(min_value=0, max_value=20))
+def test_cuts_are_the_rules_cuts(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                                 sizes: list[list[int]], unit: int, max_parts: int, window: int, tail: int) -> None:
+    """Any batch lengths (bad ones too), a truncated tail, any window the hop reads through."""
+    import struct
+
+    from ctrlbatch.replay.tables import plan
+
+    root = tmp_path_factory.mktemp("cuts")
+    segments = []
+    for s, lengths in enumerate(sizes):
+        data = b"".join(struct.pack(">qi", 0, length) + bytes(max(length, 0)) for length in lengths) + bytes(tail)
+        (root / f"{s}.log").write_bytes(data)
+        segments.append(str(root / f"{s}.log"))
+    monkeypatch.setattr(plan, "WINDOW", window)
+    assert cuts(segments, unit, max_parts) == reference_cuts(segments, unit, max_parts)
+
+
+def test_a_cut_falls_on_a_batch_that_starts_exactly_a_unit_after_the_last(tmp_path: Path) -> None:
+    import struct
+
+    path = tmp_path / "0.log"
+    path.write_bytes(b"".join(struct.pack(">qi", 0, 10) + bytes(10) for _ in range(10)))  # starts 0, 22, 44, ...
+    assert cuts([str(path)], 44) == [((0, 44), (0, 22)), ((0, 88), (0, 66)), ((0, 132), (0, 110)), ((0, 176), (0, 154))]
+    assert cuts([str(path)], 44) == reference_cuts([str(path)], 44, 1024)
