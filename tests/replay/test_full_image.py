@@ -153,7 +153,7 @@ def test_pieces_follow_the_image_not_the_log(tmp_path: Path) -> None:
     again = body(later)
     assert again.body.data != first.body.data and pieces.encoded == n  # the states' controller epoch, spliced in
     assert again.body.data == full_image_body(
-        TopicPieces(), later, version=8, controller_id=1, header_epoch=3, update_type=0, first_broker_epoch=7,
+        TopicPieces(), later, version=8, controller_id=1, header_epoch=3, update_type=UpdateType.UNKNOWN, first_broker_epoch=7,
         live=[r.broker for _, r in sorted(later.brokers.items())]).body.data
     gone = min(image.brokers)
     hosted = sum(gone in reg.replicas for t in image.topics.values() for reg in t.partitions.values())
