@@ -89,6 +89,10 @@ class MigrationControllerChannelContext:
         self._topics = image.topics
         self._kraft_epoch = image.epoch
         self._by_name: dict[str, Mapping[int, PartitionRegistration] | None] = {}  # a topic's partitions by name
+        # each registration's leadership under id(registration), with the registration (kept alive, so
+        # the id names it): a delta asks twice per partition (its plan, its UpdateMetadata), and the
+        # shared cache's key hashes and compares the registration's ten fields
+        self._leadership: dict[int, tuple[PartitionRegistration, LeaderIsrAndControllerEpoch]] = {}
 
     def __repr__(self) -> str:
         return f"MigrationControllerChannelContext({self.image!r})"
@@ -138,11 +142,14 @@ class MigrationControllerChannelContext:
 
     def partition_leadership_info(self, partition: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
         p = self._partition(partition)
-        return None if p is None else leadership_of(p, self._kraft_epoch)
+        return None if p is None else self.leadership_of(p)
 
     def leadership_of(self, partition: PartitionRegistration) -> LeaderIsrAndControllerEpoch:
         """partition_leadership_info for a registration already found in this context's image."""
-        return leadership_of(partition, self._kraft_epoch)
+        found = self._leadership.get(id(partition))
+        if found is None or found[0] is not partition:
+            found = self._leadership[id(partition)] = (partition, leadership_of(partition, self._kraft_epoch))
+        return found[1]
 
     def update_metadata_view(self, partition: TopicPartition) -> tuple[Any, ...] | None:
         """(leadership, replicas, offline replicas, queued for deletion) in one look-up, or None."""
@@ -151,4 +158,4 @@ class MigrationControllerChannelContext:
             return None
         live = self._epochs
         offline = tuple([r for r in p.replicas if r not in live])
-        return leadership_of(p, self._kraft_epoch), p.replicas, offline, False
+        return self.leadership_of(p), p.replicas, offline, False

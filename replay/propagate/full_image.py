@@ -16,7 +16,12 @@ Rules of this module:
   another controller epoch (the image's KRaft epoch), another set of registered brokers (the
   offline replicas). The topic's bytes are then joined again; of its partition states only those
   are re-encoded whose registration object (kept by apply_delta when untouched) or offline
-  replicas differ, or all of them for another version or controller epoch. Entries of topics the image no longer
+  replicas differ, or all of them for another version. Another controller epoch re-encodes
+  nothing: ControllerEpoch is an int32 at a fixed place of a v5+ state (after PartitionIndex,
+  ``_epoch_at`` checks it by encoding a probe under two epochs), so a sized state keeps its size
+  and an encoded one gets the new 4 bytes spliced in (``_reepoched``). Before, each KRaft epoch
+  change re-encoded every partition: 18 full re-encodes of 50,000 states on the 1M-record
+  generated log. Entries of topics the image no longer
   holds are dropped once they outnumber the image's topics, so the cache is bounded by the image,
   never by the log.
 - Cost in what changed, not in the topic's size: a topic of thousands of partitions is touched
@@ -48,6 +53,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import struct
 import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
@@ -94,6 +100,7 @@ class _Layout:
     epoch_offset: int | None
     size_topic: Any  # the sizers of the same structs (sizes only: requests/gen_sizer.py)
     size_state: Any
+    state_epoch_at: int | None  # where ControllerEpoch (int32) sits in an encoded partition state (_epoch_at)
 
     def topic_head(self, name: str, topic_id: uuid.UUID) -> bytes:
         """A topic state's bytes before its partition states: name, id, (the array's count follows)."""
@@ -121,7 +128,29 @@ def _layout(version: int) -> _Layout:
         body_layout(UpdateMetadataRequest, version).epoch_offset,
         struct_sizer(UpdateMetadataRequest, "UpdateMetadataTopicState", version),
         struct_sizer(UpdateMetadataRequest, "UpdateMetadataPartitionState", version),
+        _epoch_at(version),
     )
+
+
+_EPOCH32 = struct.Struct(">i")
+
+
+def _epoch_at(version: int) -> int | None:
+    """The offset of ControllerEpoch in an encoded v5+ partition state (after PartitionIndex: 4),
+    found by encoding one state under two epochs: they must differ in exactly those 4 bytes, which
+    hold the epoch, and size the same (a fixed-width int32). None if not (then a new epoch
+    re-encodes every state, as before)."""
+    encode = struct_encoder(UpdateMetadataRequest, "UpdateMetadataPartitionState", version)
+    size = struct_sizer(UpdateMetadataRequest, "UpdateMetadataPartitionState", version)
+    probes = [_make_state("t", 7, epoch, 1, 2, (1, 2), 3, (1, 2, 3), (3,)) for epoch in (0x01020304, 0x7F0E0D0C)]
+    a, b = (encode(s) for s in probes)
+    at = 4
+    if len(a) != len(b) or size(probes[0]) != size(probes[1]) or size(probes[0]) != len(a):
+        return None
+    if a[:at] + a[at + 4:] != b[:at] + b[at + 4:] or a[at: at + 4] != _EPOCH32.pack(0x01020304) \
+            or b[at: at + 4] != _EPOCH32.pack(0x7F0E0D0C):
+        return None
+    return at
 
 
 def _state(name: str, p: int, reg: PartitionRegistration, controller_epoch: int, offline: tuple[int, ...]) -> Any:
@@ -203,6 +232,9 @@ class TopicPieces:
     def piece(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
               registered: frozenset[int], sizes_only: bool = False) -> _Entry:
         entry = self._entries.get(topic_id)
+        if entry is not None and entry.controller_epoch != controller_epoch and entry.version == version \
+                and entry.sized == sizes_only:
+            entry = self._reepoched(entry, controller_epoch)
         if entry is not None and entry.controller_epoch == controller_epoch and entry.version == version \
                 and entry.topic.name == topic.name and entry.sized == sizes_only:
             if entry.registered is registered:
@@ -218,6 +250,23 @@ class TopicPieces:
             entry = self._built(topic, topic_id, version, controller_epoch, registered, sizes_only, None)
         self._entries[topic_id] = entry
         return entry
+
+    @staticmethod
+    def _reepoched(entry: _Entry, controller_epoch: int) -> _Entry | None:
+        """The entry with its states' controller epoch replaced, nothing re-encoded: a state's size
+        does not depend on it (int32), and its bytes differ only at the layout's state_epoch_at;
+        None when the layout has no such place."""
+        if entry.sized:
+            return attrs.evolve(entry, controller_epoch=controller_epoch)
+        layout = _layout(entry.version)
+        at = layout.state_epoch_at
+        if at is None:
+            return None
+        epoch = _EPOCH32.pack(controller_epoch)
+        end = at + 4
+        states = [s[:at] + epoch + s[end:] for s in entry.states]
+        data = b"".join((entry.head, array_count(len(entry.keys), layout.flexible), *states, layout.topic_tail))
+        return attrs.evolve(entry, controller_epoch=controller_epoch, states=states, data=data)
 
     def _patched(self, entry: _Entry, topic: TopicImage, changed: list[int]) -> _Entry:
         """The entry for ``topic``, whose partitions are the entry's but for the registrations at

@@ -43,6 +43,9 @@ is assembled from full_image.TopicPieces, the encoded topic states kept across d
 one per process, bounded by the image: see full_image's rules), with the batch's own envelope,
 destinations and order; tests/replay/test_full_image.py checks every such body against the
 batch-built one.
+Hosted partitions: a changed target broker's partitions (batch B) come from hosted.HostedIndex,
+which propagate_delta advances with each delta's changes, not from a walk over every partition
+(``_hosted_by`` stays as the reference tests/replay/test_hosted.py compares it with).
 Partition-level batch: every other plan (batch B of a delta, INCREMENTAL, and of an image, FULL)
 is not fed to the batch add by add either: incremental.py builds the same Sends directly (each
 state made once, per-broker lists built in the canonical order above, the batch's makers and
@@ -95,6 +98,7 @@ from ..schema.metadata_classes import (
 )
 from .channel_context import MigrationControllerChannelContext
 from .full_image import FIRST_VERSION, TopicPieces, full_image_body
+from .hosted import HostedIndex
 from .incremental import incremental_sends
 
 __all__ = [
@@ -281,8 +285,12 @@ def _all_partitions(image: MetadataImage) -> list[tuple[TopicPartition, Partitio
     return out
 
 
+_HOSTED = HostedIndex()  # a memo (hosted.py's rules): follows the images propagate_delta makes, bounded by the image
+
+
 def _hosted_by(image: MetadataImage, brokers: set[int]) -> Iterator[tuple[TopicPartition, PartitionRegistration]]:
-    """The partitions (in _all_partitions' order) with a replica on one of brokers: only those
+    """The reference walk HostedIndex.hosted replaces (tests/replay/test_hosted.py compares them).
+    The partitions (in _all_partitions' order) with a replica on one of brokers: only those
     get a TopicPartition (a full image has 50,000; a changed broker hosts a few thousand). Each
     topic's partitions are filtered before they are sorted: the few hosted ones are sorted, not
     all of them."""
@@ -327,7 +335,7 @@ def _delta_plans(
     b = _Plan(UpdateType.INCREMENTAL)
     if changed_zk:
         leadership = ctx.leadership_of  # reg is the image's own: partition_leadership_info(tp) without the look-up
-        for tp, reg in _hosted_by(image, changed_zk):  # MP:145-162
+        for tp, reg in _HOSTED.hosted(image, changed_zk):  # MP:145-162 (hosted.py: _hosted_by without the walk)
             b.add_lisr(tp, changed_zk.intersection(reg.replicas), leadership(reg), reg)
     if changes.deleted_topics or changes.changed_topics:
         b.umr_brokers |= old_zk
@@ -493,6 +501,7 @@ def propagate_delta(prev: MetadataImage, delta: Delta, options: ReplayOptions) -
     if not isinstance(options, ReplayOptions):
         raise TypeError(f"options: expected ReplayOptions, got {type(options).__name__}")
     image, changes = apply_delta(prev, delta.records, offset=delta.last_offset, epoch=delta.epoch)
+    _HOSTED.advance(prev.topics, image.topics, changes)
     header_epoch = delta.epoch if options.zk_controller_epoch is None else options.zk_controller_epoch
     sends = _propagate_changes(
         image, changes, options, controller_id=_controller(delta.leader_id, options), header_epoch=header_epoch

@@ -33,7 +33,13 @@ from ctrlbatch.replay.log.records import (
     MetadataRecord,
 )
 from ctrlbatch.replay.log.sources import open_history
-from ctrlbatch.replay.propagate.full_image import FullImageBody, TopicPieces, full_image_body
+from ctrlbatch.replay.propagate.full_image import (
+    FIRST_VERSION,
+    FullImageBody,
+    TopicPieces,
+    _layout,
+    full_image_body,
+)
 from ctrlbatch.replay.propagate.propagator import (
     ReplayOptions,
     Send,
@@ -42,7 +48,7 @@ from ctrlbatch.replay.propagate.propagator import (
     _propagate_changes,
 )
 from ctrlbatch.replay.schema.record_classes import record_class
-from ctrlbatch.requests import UpdateMetadataRequest
+from ctrlbatch.requests import UpdateMetadataPartitionState, UpdateMetadataRequest
 from ctrlbatch.requests.apis import UPDATE_METADATA
 
 IBPS = [None, MetadataVersion.IBP_2_2_IV0, MetadataVersion.IBP_2_4_IV1, MetadataVersion.IBP_2_8_IV1]  # v8 (the log's), 5, 6, 7
@@ -126,7 +132,8 @@ def test_generated_logs_every_delta(
 
 
 def test_pieces_follow_the_image_not_the_log(tmp_path: Path) -> None:
-    """Entries of removed topics go once they outnumber the image's topics; a new epoch re-encodes."""
+    """Entries of removed topics go once they outnumber the image's topics; a new epoch re-encodes
+    nothing (the epoch is spliced into the kept states) yet changes the bytes."""
     generate_log(tmp_path, brokers=3, topics=4, partitions=20, records=2_000, seed=2)
     history = open_history(str(tmp_path), from_snapshot=None)
     image, _ = snapshot_start(history)
@@ -143,13 +150,38 @@ def test_pieces_follow_the_image_not_the_log(tmp_path: Path) -> None:
     assert n == sum(len(t.partitions) for t in image.topics.values())
     assert body(image).body.data == first.body.data and pieces.encoded == n  # nothing re-encoded
     later = attrs.evolve(image, epoch=image.epoch + 1)
-    assert body(later).body.data != first.body.data and pieces.encoded == 2 * n  # the states' controller epoch
+    again = body(later)
+    assert again.body.data != first.body.data and pieces.encoded == n  # the states' controller epoch, spliced in
+    assert again.body.data == full_image_body(
+        TopicPieces(), later, version=8, controller_id=1, header_epoch=3, update_type=UpdateType.UNKNOWN, first_broker_epoch=7,
+        live=[r.broker for _, r in sorted(later.brokers.items())]).body.data
     gone = min(image.brokers)
     hosted = sum(gone in reg.replicas for t in image.topics.values() for reg in t.partitions.values())
     assert hosted > 0
     fewer = attrs.evolve(later, brokers={b: r for b, r in later.brokers.items() if b != gone})
     body(fewer)
-    assert pieces.encoded == 2 * n + hosted  # a broker leaving re-encodes only the states naming it
+    assert pieces.encoded == n + hosted  # a broker leaving re-encodes only the states naming it
+
+
+@given(epoch=st.integers(-(2**31), 2**31 - 1), partition=st.integers(0, 2**31 - 1),
+       replicas=st.lists(st.integers(0, 2**31 - 1), max_size=5))
+def test_a_states_controller_epoch_sits_where_the_pieces_splice_it(epoch: int, partition: int, replicas: list[int]) -> None:
+    """At every v5+ version a state's encoding with another controller epoch is the old bytes
+    with 4 bytes replaced at state_epoch_at, and its size is the same (what _reepoched relies on)."""
+    for version in range(FIRST_VERSION, UpdateMetadataRequest.MAX_VERSION + 1):
+        layout = _layout(version)
+        at = layout.state_epoch_at
+        assert at == 4
+        states = [_state_with(e, partition, replicas) for e in (0, epoch)]
+        a, b = (layout.encode_state(s) for s in states)
+        assert b == a[:at] + epoch.to_bytes(4, "big", signed=True) + a[at + 4:]
+        assert layout.size_state(states[0]) == layout.size_state(states[1]) == len(a)
+
+
+def _state_with(epoch: int, partition: int, replicas: list[int]) -> Any:
+    return UpdateMetadataPartitionState(topic_name="t", partition_index=partition, controller_epoch=epoch, leader=-1,
+                                        leader_epoch=5, isr=tuple(replicas), zk_version=2, replicas=tuple(replicas),
+                                        offline_replicas=tuple(replicas[:1]))
 
 
 # ----------------------------------------------------------------------------- a large topic's pieces
@@ -249,5 +281,5 @@ def test_a_large_topics_cached_pieces_joined_equal_a_fresh_encode(
         assert len(got.builder.partition_states) == len(fresh.builder.partition_states)
         if kind == "change":
             assert pieces.encoded - before == len(set(arg))  # what changed, not the topic
-        elif kind == "same":
+        elif kind in ("same", "epoch"):
             assert pieces.encoded == before
