@@ -13,11 +13,13 @@ reports it reuses; issue 26: "read the log once"):
 - The driver (``one_pass``) runs the stage's job in a thread and, meanwhile, walks the reports
   in range order as they appear: image 0 is the empty image, image i+1 is image i with report
   i's net effect composed (``net_effect.compose``), and report i must go on from report i-1
-  (``ranges.continuity_problem``: where the read ended, offsets, the epoch check of its first batch, no
-  transaction open at the cut), exactly the checks of ``ranges.combine``. Each image goes to a
-  file with the last LeaderChange batch before its range. Image i needs only reports 0..i-1,
-  from tasks started before task i (a stage's tasks start in partition order), so no task waits
-  for one that has not started, and the composition overlaps the replay.
+  (``ranges.continuity_problem``: where the read ended, offsets, the epoch check of its first
+  batch, no transaction open at the cut), exactly the checks of ``ranges.combine``. Image i goes
+  to a file, with the last LeaderChange batch before its range, once report i passed them (no
+  unit replays a range that does not go on from the one before). It needs only reports 0..i,
+  from task i itself (published before it waits) and tasks started before it (a stage's tasks
+  start in partition order), so no task waits for one that has not started, and the composition
+  overlaps the replay.
 - The exchange directory is the run's scratch directory (group_spill.spill_dir: every executor
   reaches it, since the write tasks write beside it). Files appear under their final names only
   when complete (written under a name of their own, then renamed).
@@ -169,12 +171,12 @@ class _Job(threading.Thread):
 
 
 def _compose_images(exchange: str, count: int, begins: list[Position], job: _Job) -> str | None:
-    """Publish image 0..count-1 as the reports arrive (module rules); the reason to plan
-    serially, or None."""
+    """Publish image 0..count-1 as the reports arrive (module rules): image i once report i
+    is checked against report i-1, so no unit replays a range that does not go on from the one
+    before it; the reason to plan serially, or None."""
     image, leader = pack_image(EMPTY_IMAGE), None
     before: RangeReport | None = None
     for i in range(count):
-        _publish(_image_path(exchange, i), (image, leader))
         path = _report_path(exchange, i)
         while not os.path.exists(path):
             if not job.is_alive():
@@ -189,6 +191,7 @@ def _compose_images(exchange: str, count: int, begins: list[Position], job: _Job
             why = continuity_problem(before, report, begins[i])
             if why is not None:
                 return why
+        _publish(_image_path(exchange, i), (image, leader))
         if i + 1 < count:
             try:
                 image = compose(report.net, image)

@@ -120,7 +120,7 @@ def test_a_range_that_does_not_compose_ends_the_pass_for_every_task(tmp_path: Pa
 
 def test_a_broken_continuity_between_ranges_is_a_reason_to_plan_serially(tmp_path: Path) -> None:
     """Range 1 read from a place that is not where range 0 ended: the driver's checks (those of
-    ranges.combine) find it, as they find it in the two-stage plan."""
+    ranges.combine) find it, as they find it in the two-stage plan, before range 1 is replayed."""
     generate_log(tmp_path / "data", brokers=4, topics=4, partitions=16, records=1500, seed=2, segment_bytes=4096)
     source = HistorySource(str(tmp_path / "data"))
     history = source.open()
@@ -137,6 +137,8 @@ def test_a_broken_continuity_between_ranges_is_a_reason_to_plan_serially(tmp_pat
     onepass._publish(os.path.join(exchange, onepass.ABORT), None)
     t.join(timeout=60)
     assert reason is not None and reason.startswith("range 0 ended at ")
+    assert os.path.exists(onepass._image_path(exchange, 0))
+    assert not os.path.exists(onepass._image_path(exchange, 1))  # range 1 was never replayed
 
 
 def test_a_task_waits_for_its_image_a_bounded_time(tmp_path: Path) -> None:
