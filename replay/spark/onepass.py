@@ -28,7 +28,10 @@ reports it reuses; issue 26: "read the log once"):
   still waiting returns None, the stage's results are dropped, and the engine plans serially
   (which raises the exact error where there is one), as before. A task waits at most
   ``WAIT_LIMIT`` seconds for its image (the driver gone, or tasks started out of order on a
-  cluster): it then returns None and the run is planned serially too, saying why.
+  cluster): it then returns None and the run is planned serially too, saying why. A failed task
+  (a lost executor) would wait for a retry that may find every slot held by tasks waiting for its
+  report: the driver, while a report is late, asks Spark every second whether a task of the
+  stage failed, and if so ends the pass the same way.
 - Only for a binary log read from its start (``ranges.serial_reason``) and a run that writes rows
   (the exchange directory is the spill directory); the other runs plan as before.
 """
@@ -41,6 +44,7 @@ import pickle
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -67,6 +71,7 @@ __all__ = ["ABORT", "WAIT_LIMIT", "OnePass", "one_pass", "range_unit"]
 
 WAIT_LIMIT = 1800.0  # seconds a task waits for its image (module rules)
 POLL = 0.005  # seconds between two looks for a file
+FAILURE_LOOKS = 200  # the driver asks Spark whether a task failed every this many looks (a second)
 ABORT = "abort"
 
 
@@ -155,11 +160,13 @@ class OnePass:
 
 
 class _Job(threading.Thread):
-    """The stage's job (collect), run beside the driver's composition."""
+    """The stage's job (collect), run beside the driver's composition; ``failed()``: a task of
+    it failed (and waits for its retry, which may find no free slot: module rules)."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: Any, failed: Callable[[], bool] = lambda: False) -> None:
         super().__init__(name="ctrlbatch-one-pass", daemon=True)
         self._run = run
+        self.failed = failed
         self.result: list[UnitEnd | None] | None = None
         self.error: BaseException | None = None
 
@@ -178,11 +185,15 @@ def _compose_images(exchange: str, count: int, begins: list[Position], job: _Job
     before: RangeReport | None = None
     for i in range(count):
         path = _report_path(exchange, i)
+        looks = 0
         while not os.path.exists(path):
             if not job.is_alive():
                 if os.path.exists(path):
                     break
                 return f"range {i}: no report (its task waited too long or failed)"
+            looks += 1
+            if looks % FAILURE_LOOKS == 0 and job.failed():
+                return f"range {i}: no report yet and a task failed (its retry may find every slot waiting)"
             time.sleep(POLL)
         report: RangeReport = _load(path)
         if report.problem is not None or report.net is None:
@@ -211,7 +222,13 @@ def one_pass(sc: SparkContext, source: HistorySource, options: ReplayOptions, be
     rdd = sc.parallelize(bounds, count).map(
         lambda b: worker_task(range_unit, source, options, b[0], b[1], b[2], exchange)
     )
-    job = _Job(rdd.collect)
+    tracker = sc.statusTracker()
+
+    def failed() -> bool:  # this driver runs one job at a time: the active stages are the pass's
+        infos = (tracker.getStageInfo(stage) for stage in tracker.getActiveStageIds())
+        return any(info is not None and info.numFailedTasks > 0 for info in infos)
+
+    job = _Job(rdd.collect, failed)
     job.start()
     try:
         reason = _compose_images(exchange, count, begins, job)

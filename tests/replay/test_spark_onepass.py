@@ -34,6 +34,9 @@ class _Alive:
     def is_alive(self) -> bool:
         return True
 
+    def failed(self) -> bool:
+        return False
+
 
 def _pass(source: HistorySource, unit_bytes: int, exchange: str, options: ReplayOptions | None = None,
           limit: float = 60.0) -> tuple[str | None, list[UnitEnd | None]]:
@@ -156,5 +159,31 @@ def test_a_task_waits_for_its_image_a_bounded_time(tmp_path: Path) -> None:
         def is_alive(self) -> bool:
             return False
 
+        def failed(self) -> bool:
+            return False
+
     reason = onepass._compose_images(exchange, len(begins), begins, _Ended())  # type: ignore[arg-type]
     assert reason == "range 0: no report (its task waited too long or failed)"
+
+
+def test_a_failed_task_ends_the_pass_while_a_report_is_late(tmp_path: Path) -> None:
+    """A task that failed (a lost executor) may never be retried while every slot waits for its
+    report: the driver asks whether a task failed and ends the pass, instead of waiting."""
+    exchange = str(tmp_path / "exchange")
+    os.mkdir(exchange)
+
+    class _Failed:
+        asked = 0
+
+        def is_alive(self) -> bool:
+            return True
+
+        def failed(self) -> bool:
+            self.asked += 1
+            return True
+
+    job = _Failed()
+    start = time.monotonic()
+    reason = onepass._compose_images(exchange, 3, [(0, 0), (0, 100), (0, 200)], job)  # type: ignore[arg-type]
+    assert reason == "range 0: no report yet and a task failed (its retry may find every slot waiting)"
+    assert job.asked == 1 and time.monotonic() - start < 10
