@@ -3,15 +3,20 @@
 Rules of this module:
 - The roles are the Data Source API's: a picklable source (spark/source.py: ``HistorySource``,
   opened once on the driver, for planning, and by each task for its own range), a plan that
-  yields units (in parallel where that is exact, spark/ranges.py: one task per byte range
-  computes its net effect, the driver composes them into each unit's starting image and hands
-  unit i to partition i; else one planning task, spark/plan.py, routed to partition i by
-  partitionBy; ``SparkReplay.planned`` says which and why), a unit task (spark/unit.py:
+  yields units (in parallel where that is exact; else one planning task, spark/plan.py, routed
+  to partition i by partitionBy; ``SparkReplay.planned`` says which and why), a unit task (spark/unit.py:
   ``run_unit`` -> ``UnitEnd``, its send groups kept in a file of its own in a scratch directory
   beside the requests, group_spill: not through the JVM) and a write task (spark/write.py:
   ``write_unit`` -> ``WriteEnd``, which numbers and writes the rows). The driver only arranges
   stages and merges small results; the log never reaches it. The scratch directory is removed
   when the run ends, however it ends.
+- The parallel plan of a run that writes rows is one stage (spark/onepass.py): a task per byte
+  range reads it once, reports its net effect, and replays it from the image the driver composes
+  meanwhile. A run without rows (no scratch directory to exchange through) plans in two stages
+  (spark/ranges.py: the range tasks' net effects, composed by the driver, then the units, each
+  reading its range again). On the 1M-record generated log (--digest none, local[2], load 5-7)
+  the one stage left the two workers idle 0.5 s each instead of 6.5-7.0 (the driver's
+  composition, the range stage's last task), for the same CPU (43.2 / 45.3 s against 43.6 / 45.7).
 - The write tasks run largest first (by the frame bytes each unit's summary counts, which
   they hash): a large unit started last would leave the other cores idle at the stage's end.
   The parts keep their unit's name, so the order of the files is the unit order whatever ran first.
@@ -26,8 +31,9 @@ Rules of this module:
   engine meets it); a unit's before anything is written. Nothing here or in the caller parses
   exception text; an unexpected failure (a bug, a lost executor) propagates as Spark reports it.
 - Wall time of each phase is returned: "plan" is the serial planning task's (work in one task),
-  "plan_cuts" / "plan_ranges" / "plan_combine" the parallel plan's (driver, parallel tasks,
-  driver), then "replay" and "write"; the figures of real runs live in
+  "plan_cuts" the driver's cuts, "plan_ranges" / "plan_combine" the two-stage plan's (parallel
+  tasks, driver; "plan_ranges" also what a one pass cost before it fell back to the serial
+  plan), then "replay" (the one pass: ranges and units) and "write"; the figures of real runs live in
   benchmarks/results/replay_bench.json.
 """
 
@@ -44,19 +50,21 @@ import attrs
 from ctrlbatch.common.tuning import worker_task
 
 from ..log.errors import ReadStats
+from ..log.reading import Position
 from ..log.sources import History
 from ..propagate.propagator import ReplayOptions
 from ..rows.rows import NO_FRAMES
 from ..rows.summary import ReplaySummary
 from .group_spill import spill_dir
-from .plan import MAX_UNITS, plan_units, total_bytes, unit_bytes_for
-from .ranges import plan_ranges
+from .onepass import one_pass
+from .plan import MAX_UNITS, Unit, plan_units, total_bytes, unit_bytes_for
+from .ranges import RangePlan, batch_cuts, plan_ranges, serial_reason
 from .source import HistorySource
 from .unit import UnitEnd, first_error, run_unit
 from .write import WriteEnd, write_unit
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
+    from pyspark import RDD, SparkContext
     from pyspark.sql import SparkSession
 
 __all__ = ["HistorySource", "SparkReplay", "replay_spark", "unit_bytes_for"]
@@ -93,6 +101,12 @@ def first_seqs(ends: list[UnitEnd]) -> dict[int, dict[int, int]]:
     return first
 
 
+def _serial_units(sc: SparkContext, source: HistorySource, coalesce: int, unit_bytes: int, count: int) -> RDD[Unit]:
+    """The serial plan's units, unit i in partition i (spark/plan.py)."""
+    plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
+    return plans.partitionBy(count, lambda k: k).values()
+
+
 def replay_spark(
     spark: SparkSession,
     source: HistorySource,
@@ -126,23 +140,31 @@ def replay_spark(
     seconds: dict[str, float] = {}
     clock = time.monotonic()
     count = min(MAX_UNITS, total_bytes(history) // unit_bytes + 1)
-    plan = plan_ranges(sc, source, history, coalesce, unit_bytes, count)
-    seconds.update(plan.seconds)
-    if plan.units is not None:
-        planned = "parallel"
-        routed = plan.routed(sc)  # one unit per slice: slice i is unit i
-        clock = time.monotonic()
-    else:
-        planned = f"serial: {plan.reason}"
-        plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
-        routed = plans.partitionBy(count, lambda k: k).values()
-    spill = None
+    spill = None if requests_dir is None else spill_dir(requests_dir)
+    plan: RangePlan | None = None
     try:
-        if requests_dir is not None:
-            spill = spill_dir(requests_dir)
-        ends: list[UnitEnd] = routed.map(
-            lambda unit: worker_task(run_unit, source, options, coalesce, unit, spill)
-        ).collect()
+        ends: list[UnitEnd] | None = None
+        if spill is not None and serial_reason(history, coalesce) is None:  # read once (spark/onepass.py)
+            begins: list[Position] = [(0, 0), *batch_cuts(history.segments, unit_bytes, count)]
+            seconds["plan_cuts"] = time.monotonic() - clock
+            passed = one_pass(sc, source, options, begins, spill)
+            seconds.update(passed.seconds)
+            ends, planned = passed.ends, "parallel" if passed.reason is None else f"serial: {passed.reason}"
+            clock = time.monotonic()
+            if ends is None:
+                routed = _serial_units(sc, source, coalesce, unit_bytes, count)
+        else:
+            plan = plan_ranges(sc, source, history, coalesce, unit_bytes, count)
+            seconds.update(plan.seconds)
+            if plan.units is not None:
+                planned = "parallel"
+                routed = plan.routed(sc)  # one unit per slice: slice i is unit i
+                clock = time.monotonic()
+            else:
+                planned = f"serial: {plan.reason}"
+                routed = _serial_units(sc, source, coalesce, unit_bytes, count)
+        if ends is None:
+            ends = routed.map(lambda unit: worker_task(run_unit, source, options, coalesce, unit, spill)).collect()
         error = first_error(ends)
         if error is not None:
             raise error
@@ -151,9 +173,10 @@ def replay_spark(
         for end in sorted(ends, key=lambda e: e.index):
             summary.merge(end.summary)
             stats.merge(end.stats)
-        if plan.units is None:
+        if planned != "parallel":
             seconds["plan"] = max(e.planned_after for e in ends)  # the planning task's own clock (one task)
-        seconds["replay"] = replayed - seconds.get("plan", 0.0)  # the units, in parallel (and the job's start-up)
+        if "replay" not in seconds:  # the one pass timed its own stage
+            seconds["replay"] = replayed - seconds.get("plan", 0.0)  # the units, in parallel (and the job's start-up)
         rows = 0
         if requests_dir is not None and spill is not None:
             directory = os.fspath(requests_dir)
@@ -172,5 +195,6 @@ def replay_spark(
     finally:
         if spill is not None:
             shutil.rmtree(spill, ignore_errors=True)
-        plan.release()
+        if plan is not None:
+            plan.release()
     return SparkReplay(summary, stats, rows, len(ends), seconds, planned)

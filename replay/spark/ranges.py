@@ -69,7 +69,8 @@ if TYPE_CHECKING:
 def _unpacked(unit: Unit, image: PackedImage) -> Unit:
     return attrs.evolve(unit, image=unpack_image(image))
 
-__all__ = ["RangeReport", "batch_cuts", "plan_ranges", "range_report", "serial_reason"]
+__all__ = ["RangePlan", "RangeReport", "RangeWatch", "batch_cuts", "continuity_problem", "plan_ranges", "range_report",
+           "serial_reason"]
 
 _PREFIX = struct.Struct(">qi")  # baseOffset, batchLength: the 12 bytes before every batch
 _TXN = {BEGIN_TRANSACTION_RECORD: True, END_TRANSACTION_RECORD: False, ABORT_TRANSACTION_RECORD: False}
@@ -145,7 +146,7 @@ class RangeReport:
         return f"RangeReport({self.index}, {state})"
 
 
-class _Watch:
+class RangeWatch:
     """Passes the range's batches on, noting the first, the last LeaderChange and transactions."""
 
     def __init__(self, batches: Iterable[LogBatch]) -> None:
@@ -170,12 +171,22 @@ class _Watch:
             yield batch
 
 
-def range_report(source: HistorySource, index: int, begin: Position, stop: Position | None) -> RangeReport:
-    """Phase 1 of one range: read it, fold its deltas into a net effect (never raises on input)."""
+def _kept(batches: Iterable[LogBatch], into: list[LogBatch]) -> Iterator[LogBatch]:
+    for batch in batches:
+        into.append(batch)
+        yield batch
+
+
+def range_report(source: HistorySource, index: int, begin: Position, stop: Position | None,
+                 history: History | None = None, kept: list[LogBatch] | None = None) -> RangeReport:
+    """Phase 1 of one range: read it, fold its deltas into a net effect (never raises on input).
+    ``history``: ``source`` already opened (its ``stats`` count the read); ``kept``: a list the
+    batches read are appended to (spark/onepass.py replays them)."""
     began = time.monotonic()
-    history = source.open()
+    if history is None:
+        history = source.open()
     reader = history.reader(ReadFrom(*begin), stop)
-    watch = _Watch(reader)
+    watch = RangeWatch(reader if kept is None else _kept(reader, kept))
     builder = NetBuilder()
     problem = None
     try:
@@ -191,7 +202,7 @@ def range_report(source: HistorySource, index: int, begin: Position, stop: Posit
                        watch.open, time.monotonic() - began)
 
 
-def _mismatch(before: RangeReport, report: RangeReport, begin: Position) -> str | None:
+def continuity_problem(before: RangeReport, report: RangeReport, begin: Position) -> str | None:
     """Why range ``report`` does not go on from ``before`` as one sequential read would, or None."""
     first = report.first
     if before.ended_at != begin:
@@ -221,7 +232,7 @@ def combine(reports: Iterable[RangeReport], begins: list[Position], planned: flo
             return f"range {i}: {report.problem}"
         start: ReadFrom | None = None
         if before is not None:
-            why = _mismatch(before, report, begins[i])
+            why = continuity_problem(before, report, begins[i])
             if why is not None:
                 return why
             start = ReadFrom(*begins[i], before.next_offset, before.epoch)
