@@ -20,13 +20,14 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from ctrlbatch.context import TopicPartition
 from ctrlbatch.requests import LeaderAndIsrPartitionState
+
+from .lazy_states import LazyStates
 
 LAIR_STATE_FIELDS = (
     "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch",
@@ -91,10 +92,11 @@ class LeaderAndIsrRows:
         )
 
 
-class LeaderAndIsrStates(Sequence[LeaderAndIsrPartitionState]):
+class LeaderAndIsrStates(LazyStates[LeaderAndIsrPartitionState]):
     """One broker's LeaderAndIsr states of a send, in its map's order, made only when read (and
     then kept; a row read twice gives the same object through `made`, shared by the send)."""
 
+    KIND = "LeaderAndIsr"
     __slots__ = ("rows", "keys", "row_numbers", "made", "_states")
 
     def __init__(
@@ -122,19 +124,3 @@ class LeaderAndIsrStates(Sequence[LeaderAndIsrPartitionState]):
 
     def __len__(self) -> int:
         return len(self.row_numbers)
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._all()[i]
-
-    def __iter__(self) -> Iterator[LeaderAndIsrPartitionState]:
-        return iter(self._all())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return self._all() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"<{len(self.row_numbers)} LeaderAndIsr partition states>"

@@ -21,11 +21,13 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 from ctrlbatch.context import TopicPartition
 from ctrlbatch.requests import UpdateMetadataPartitionState
+
+from .lazy_states import LazyStates
 
 UMR_STATE_FIELDS = (
     "topic_name", "partition_index", "controller_epoch", "leader", "leader_epoch", "isr", "zk_version",
@@ -103,10 +105,11 @@ class PartitionInfoMap(MutableMapping[TopicPartition, UpdateMetadataPartitionSta
         return f"PartitionInfoMap({dict(self.items())!r})"
 
 
-class UpdateMetadataStates(Sequence[UpdateMetadataPartitionState]):
+class UpdateMetadataStates(LazyStates[UpdateMetadataPartitionState]):
     """The states of one UpdateMetadata send, in the map's order, made only when read
     (and then kept). `refs`/`replicas` as in PartitionInfoMap; builders.py encodes from them."""
 
+    KIND = "UpdateMetadata"
     __slots__ = ("refs", "replicas", "_states")
 
     def __init__(self, refs: dict[TopicPartition, Any], replicas: dict[TopicPartition, tuple[int, ...] | None]) -> None:
@@ -122,19 +125,3 @@ class UpdateMetadataStates(Sequence[UpdateMetadataPartitionState]):
 
     def __len__(self) -> int:
         return len(self.refs)
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._all()[i]
-
-    def __iter__(self) -> Iterator[UpdateMetadataPartitionState]:
-        return iter(self._all())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return self._all() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"<{len(self.refs)} UpdateMetadata partition states>"
