@@ -11,6 +11,7 @@ Rules:
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -25,11 +26,13 @@ class LazyStates(Sequence[S]):
     __slots__ = ()
     KIND = "partition"
 
+    @abstractmethod
     def _all(self) -> list[S]:
-        raise NotImplementedError
+        """Every state, made on the first call and kept."""
 
+    @abstractmethod
     def __len__(self) -> int:
-        raise NotImplementedError
+        """How many states, without making them."""
 
     def __getitem__(self, i: Any) -> Any:
         return self._all()[i]
