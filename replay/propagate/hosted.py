@@ -8,33 +8,37 @@ on the 1M-record generated log (475 broker deltas), about 6% of its sizes-only r
 
 Rules of this module:
 - What it holds: for one topics mapping (``MetadataImage.topics``), each broker's hosted partitions
-  per topic id, and each partition's replica tuple they were indexed from.
+  per topic id: one partition as the int itself, two or more as a sorted tuple (most (broker,
+  topic) pairs hold one to four partitions, and a set object costs 216 bytes; ``hosted`` then
+  needs no sort). The replicas a partition was indexed from are the previous image's.
 - How it follows the image: ``advance(before, after, changes)`` after each delta (apply_delta's
   DeltaChanges): when the index describes ``before``, only the delta's partitions whose replica
-  tuple is another object are moved (apply_delta keeps an unchanged tuple: PartitionRegistration.merge);
-  deleted topics are dropped, created ones replaced whole (apply_delta starts them empty). A
-  topic both deleted and changed in one delta, or any other mapping, leaves the index unknown; it
-  is then built from the image when next asked (``hosted``), one walk. A NoOp delta keeps the
-  topics mapping object, so it needs no advance.
+  tuple is another, unequal one are moved, from ``before``'s replicas to the new ones (apply_delta
+  keeps an unchanged tuple: PartitionRegistration.merge); a deleted topic's entries are dropped
+  per broker, a created one is indexed whole (apply_delta starts it empty), both without a step per
+  partition. A topic both deleted and changed in one delta, or any other mapping, leaves the
+  index unknown; it is then built from the image when next asked (``hosted``), one walk. A NoOp
+  delta keeps the topics mapping object, so it needs no advance.
 - What ``hosted(image, brokers)`` returns: exactly propagator._hosted_by's list: (TopicPartition,
   registration) for every partition of a topic named in ``topic_ids_by_name`` (each name that maps
   to the topic's id) with a replica among ``brokers``, by (name, partition).
   tests/replay/test_hosted.py compares it with the walk on every broker delta of generated logs.
-- Memory: one entry per partition replica of the image: 17 MB for the 50,000-partition generated
-  image (tracemalloc). Yet the sequential replay's peak RSS on the 10M-record generated log is
-  34 MB higher with the index (/usr/bin/time, same log: 358.9 MiB, 324.6 MiB with the walk in its
-  place, 325.8 MiB before the index), against 2 MB at 1M records, so the driver's 1M -> 10M ratio
-  is 1.11x (issue 13's target 1.1x). Not yet explained: copying a (broker, topic) set that shrank
-  (a set keeps its table) changed nothing (356.8 MiB). Open in issue 26.
-- Measured (1M-record logs, the 226 / 184 broker deltas, in one process, load 5.6): the walk
-  2.43 s, the index 0.60 s plus 0.56 s of advancing over every delta (default shape); 10 large
-  topics 1.71 s against 0.30 + 0.67 s.
+- Memory (objects reachable from the index and not from the image, end of the generated logs,
+  sizes-only propagation): 6.2 MiB at 1M records, 10.3 MiB at 10M. With a set per (broker,
+  topic) and a copy of every partition's replica tuple it was 17.9 and 32.5 MiB, and the
+  sequential replay's peak RSS grew 1.11x from 1M to 10M records (issue 13's target 1.1x).
+- Measured: in one process, both indexes advanced over every delta and asked for every broker
+  delta's partitions (the same lists; load 5.0-5.2 on 2 cores): default shape (1M records, 475
+  broker deltas) advance 1.44 -> 0.85 s, hosted 3.72 -> 2.23 s; 10 large topics (387) advance
+  0.83 -> 0.55 s, hosted 1.45 -> 0.81 s. The walk it replaced: 2.43 s on the default shape's
+  226 changed-target deltas (load 5.6).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from bisect import bisect_left
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ctrlbatch.context import TopicPartition
@@ -47,18 +51,18 @@ __all__ = ["HostedIndex"]
 class HostedIndex:
     """Each broker's hosted partitions for the last topics mapping (see the module rules)."""
 
-    __slots__ = ("_by_broker", "_names", "_names_by_id", "_replicas", "_topics", "builds")
+    __slots__ = ("_by_broker", "_names", "_names_by_id", "_topics", "builds")
 
     def __init__(self) -> None:
         self._topics: Mapping[uuid.UUID, TopicImage] | None = None
-        self._replicas: dict[uuid.UUID, dict[int, tuple[int, ...]]] = {}
-        self._by_broker: dict[int, dict[uuid.UUID, set[int]]] = {}
+        # broker -> topic id -> its one hosted partition (an int) or several (a sorted tuple, two or more)
+        self._by_broker: dict[int, dict[uuid.UUID, int | tuple[int, ...]]] = {}
         self._names: Mapping[str, uuid.UUID] | None = None
         self._names_by_id: dict[uuid.UUID, list[str]] = {}
         self.builds = 0  # walks of a whole image so far (tests see what advancing saved)
 
     def __repr__(self) -> str:
-        return f"HostedIndex({len(self._replicas)} topics, {self.builds} builds)"
+        return f"HostedIndex({len(self._by_broker)} brokers, {self.builds} builds)"
 
     def _add(self, tid: uuid.UUID, p: int, replicas: tuple[int, ...]) -> None:
         by_broker = self._by_broker
@@ -68,32 +72,63 @@ class HostedIndex:
                 topics = by_broker[r] = {}
             hosted = topics.get(tid)
             if hosted is None:
-                topics[tid] = {p}
+                topics[tid] = p
+            elif isinstance(hosted, int):
+                if hosted != p:
+                    topics[tid] = (hosted, p) if hosted < p else (p, hosted)
             else:
-                hosted.add(p)
+                i = bisect_left(hosted, p)
+                if i == len(hosted) or hosted[i] != p:
+                    topics[tid] = (*hosted[:i], p, *hosted[i:])
 
     def _remove(self, tid: uuid.UUID, p: int, replicas: tuple[int, ...]) -> None:
         by_broker = self._by_broker
         for r in replicas:
-            hosted = by_broker[r].get(tid)
-            if hosted is not None:
-                hosted.discard(p)
-                if not hosted:
-                    del by_broker[r][tid]
+            topics = by_broker[r]
+            hosted = topics.get(tid)
+            if hosted is None:
+                continue
+            if isinstance(hosted, int):
+                if hosted == p:
+                    del topics[tid]
+                continue
+            i = bisect_left(hosted, p)
+            if i < len(hosted) and hosted[i] == p:
+                rest = hosted[:i] + hosted[i + 1 :]
+                topics[tid] = rest[0] if len(rest) == 1 else rest
 
     def _drop(self, tid: uuid.UUID) -> None:
-        known = self._replicas.pop(tid, None)
-        if known:
-            for p, replicas in known.items():
-                self._remove(tid, p, replicas)
+        """Forget a whole topic: its entry under every broker (not partition by partition)."""
+        for topics in self._by_broker.values():
+            topics.pop(tid, None)
+
+    def _add_topics(self, topics: Iterable[tuple[uuid.UUID, TopicImage]]) -> None:
+        """Index whole topics the index does not hold: each (broker, topic)'s partitions gathered
+        in lists, then kept as _add keeps them (a new topic of thousands of partitions is not
+        inserted partition by partition)."""
+        lists: dict[int, dict[uuid.UUID, list[int]]] = {}
+        for tid, topic in topics:
+            for p, reg in topic.partitions.items():
+                for r in reg.replicas:
+                    per_topic = lists.get(r)
+                    if per_topic is None:
+                        per_topic = lists[r] = {}
+                    found = per_topic.get(tid)
+                    if found is None:
+                        per_topic[tid] = [p]
+                    else:
+                        found.append(p)
+        by_broker = self._by_broker
+        for r, per_topic in lists.items():
+            kept = by_broker.get(r)
+            if kept is None:
+                kept = by_broker[r] = {}
+            for tid, ps in per_topic.items():
+                kept[tid] = ps[0] if len(ps) == 1 else tuple(sorted(set(ps)))
 
     def _build(self, topics: Mapping[uuid.UUID, TopicImage]) -> None:
-        self._replicas, self._by_broker = {}, {}
-        for tid, topic in topics.items():
-            known = self._replicas[tid] = {}
-            for p, reg in topic.partitions.items():
-                known[p] = reg.replicas
-                self._add(tid, p, reg.replicas)
+        self._by_broker = {}
+        self._add_topics(topics.items())
         self._topics = topics
         self.builds += 1
 
@@ -106,24 +141,26 @@ class HostedIndex:
             return
         for tid in changes.deleted_topics:
             self._drop(tid)
-        replicas = self._replicas
+        created: list[tuple[uuid.UUID, TopicImage]] = []
         for tid, change in changes.changed_topics.items():
-            if change.created:
+            old_topic = before.get(tid)
+            if change.created or old_topic is None:  # created (apply_delta starts it empty): indexed whole
                 self._drop(tid)
-            known = replicas.get(tid)
-            if known is None:
-                known = replicas[tid] = {}
-            get = known.get  # most changes keep the replica tuple (leader and ISR changes): found in one pass
-            moved = [(p, reg.replicas) for p, reg in change.partitions.items() if get(p) is not reg.replicas]
-            for p, new in moved:
-                old = get(p)
-                if old is not None:
-                    if old == new:
-                        known[p] = new
-                        continue
-                    self._remove(tid, p, old)
-                known[p] = new
-                self._add(tid, p, new)
+                topic = after.get(tid)
+                if topic is not None:
+                    created.append((tid, topic))
+                continue
+            get = old_topic.partitions.get
+            for p, reg in change.partitions.items():
+                new = reg.replicas
+                old = get(p)  # most changes keep the replica tuple (leader and ISR changes)
+                if old is None:
+                    self._add(tid, p, new)
+                elif old.replicas is not new and old.replicas != new:
+                    self._remove(tid, p, old.replicas)
+                    self._add(tid, p, new)
+        if created:
+            self._add_topics(created)
         self._topics = after
 
     def _names_of(self, names: Mapping[str, uuid.UUID]) -> dict[uuid.UUID, list[str]]:
@@ -140,22 +177,30 @@ class HostedIndex:
         if self._topics is not topics:
             self._build(topics)
         by_broker = self._by_broker
-        found: Mapping[uuid.UUID, set[int]]
-        if len(brokers) == 1:  # the usual case: the broker's own sets, read only
+        found: Mapping[uuid.UUID, int | tuple[int, ...] | set[int]]
+        if len(brokers) == 1:  # the usual case: the broker's own entries, read only
             found = by_broker.get(next(iter(brokers)), {})
         else:
-            found = {}
+            union: dict[uuid.UUID, set[int]] = {}
             for b in brokers:
                 for tid, ps in by_broker.get(b, {}).items():
-                    have = found.get(tid)
+                    have = union.get(tid)
                     if have is None:
-                        found[tid] = set(ps)
+                        have = union[tid] = set()
+                    if isinstance(ps, int):
+                        have.add(ps)
                     else:
                         have.update(ps)
+            found = union
         names_by_id = self._names_of(image.topic_ids_by_name)
         named = sorted((name, tid) for tid in found for name in names_by_id.get(tid, ()))
         out: list[tuple[TopicPartition, PartitionRegistration]] = []
         for name, tid in named:
             parts = topics[tid].partitions
-            out.extend([(TopicPartition(name, p), parts[p]) for p in sorted(found[tid])])
+            entry = found[tid]
+            if isinstance(entry, int):
+                out.append((TopicPartition(name, entry), parts[entry]))
+            else:  # a broker's own tuple is sorted already; a union is a set
+                ordered = entry if isinstance(entry, tuple) else sorted(entry)
+                out.extend([(TopicPartition(name, p), parts[p]) for p in ordered])
         return out
