@@ -253,6 +253,16 @@ def _topic_head(version: int, topic: str, topic_id: int) -> bytes:
     return without_empty_last_array(_lair_layout(version).encode_topic(empty), LeaderAndIsrRequest.is_flexible(version))
 
 
+@functools.lru_cache(maxsize=_TOPIC_HEADS)
+def _topic_head_size(version: int, topic: str) -> int:
+    """len(_topic_head(version, topic, id)) for any id: the id is a fixed-width UUID (v5+), so the
+    size is the name's, kept per process like the bytes (a delta's LeaderAndIsr send sizes the
+    head of each topic it touches: up to 2,000 topics, each a topic state made and sized)."""
+    layout = _lair_layout(version)
+    empty = LeaderAndIsrTopicState(topic_name=topic, topic_id=ZERO_UUID)
+    return layout.size_topic(empty) - layout.count_sizes[0] - len(layout.topic_tail)
+
+
 def _append_topic_runs(
     out: list[bytes], states: Sequence[LeaderAndIsrPartitionState], topic_ids: dict[str, uuid.UUID],
     heads: dict[str, bytes], state_bytes: dict[int, bytes], layout: _LeaderAndIsrLayout, version: int,
@@ -549,12 +559,10 @@ class LeaderAndIsrBuilder:
                 per_topic[topic] = per_topic.get(topic, 0) + run
             total += array_count_size(len(per_topic), flexible)
             heads = parts.topic_head_sizes
-            topic_ids = self.topic_ids
             for t, count in per_topic.items():
                 head = heads.get(t)
                 if head is None:
-                    empty = LeaderAndIsrTopicState(topic_name=t, topic_id=topic_ids.get(t, ZERO_UUID))
-                    head = heads[t] = layout.size_topic(empty) - count_sizes[0] - tail
+                    head = heads[t] = _topic_head_size(version, t)
                 total += head + (count_sizes[count] if count < _COUNTS else array_count_size(count, flexible)) + tail
         else:
             total += array_count_size(len(states), flexible)
