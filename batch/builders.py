@@ -21,7 +21,10 @@ build(epoch).encode(version) (tests/batch/test_live_brokers_splice.py, check_wir
 Sizes only: `size_body(parts)` gives len(encode_body(...)) from the fields, with nothing
 encoded (the codec's generated sizers, requests/gen_sizer.py, Kafka's MessageSizeAccumulator
 idea), sharing work the same way: each LeaderAndIsr state sized once per send (`SendParts`),
-the fixed-width head by its spec offset, the live brokers' size per live-broker tuple.
+the fixed-width head by its spec offset, the live brokers' size per live-broker tuple; an
+UpdateMetadata v5+ body of a list of states from its envelope's size (per field values) and each
+state's and topic header's (per name) size, no topic state made (2,918 bodies of the 1M-record
+log's first 3,000 deltas: 0.27 s -> 0.16 s CPU, same sizes: tests/batch/test_sizes_only.py).
 `shared_body(..., sizes_only=True)` gives a `SharedBody` that knows its size and holds no
 bytes; asking it for bytes is an error (tests/batch/test_sizes_only.py).
 """
@@ -251,6 +254,16 @@ def _topic_head(version: int, topic: str, topic_id: int) -> bytes:
     as the UUID's int: a cache hit then compares ints in C, not UUIDs in Python)."""
     empty = LeaderAndIsrTopicState(topic_name=topic, topic_id=uuid.UUID(int=topic_id))
     return without_empty_last_array(_lair_layout(version).encode_topic(empty), LeaderAndIsrRequest.is_flexible(version))
+
+
+@functools.lru_cache(maxsize=_TOPIC_HEADS)
+def _topic_head_size(version: int, topic: str) -> int:
+    """len(_topic_head(version, topic, id)) for any id: the id is a fixed-width UUID (v5+), so the
+    size is the name's, kept per process like the bytes (a delta's LeaderAndIsr send sizes the
+    head of each topic it touches: up to 2,000 topics, each a topic state made and sized)."""
+    layout = _lair_layout(version)
+    empty = LeaderAndIsrTopicState(topic_name=topic, topic_id=ZERO_UUID)
+    return layout.size_topic(empty) - layout.count_sizes[0] - len(layout.topic_tail)
 
 
 def _append_topic_runs(
@@ -549,12 +562,10 @@ class LeaderAndIsrBuilder:
                 per_topic[topic] = per_topic.get(topic, 0) + run
             total += array_count_size(len(per_topic), flexible)
             heads = parts.topic_head_sizes
-            topic_ids = self.topic_ids
             for t, count in per_topic.items():
                 head = heads.get(t)
                 if head is None:
-                    empty = LeaderAndIsrTopicState(topic_name=t, topic_id=topic_ids.get(t, ZERO_UUID))
-                    head = heads[t] = layout.size_topic(empty) - count_sizes[0] - tail
+                    head = heads[t] = _topic_head_size(version, t)
                 total += head + (count_sizes[count] if count < _COUNTS else array_count_size(count, flexible)) + tail
         else:
             total += array_count_size(len(states), flexible)
@@ -680,10 +691,70 @@ class UpdateMetadataBuilder:
         version = self.version
         live = live_brokers_size(version, self.live_brokers)  # checks the endpoints (build() does)
         empty = array_count_size(0, body_layout(UpdateMetadataRequest, version).flexible)
+        states = self.partition_states
+        if version >= _UMR_TOPICS_SINCE and type(states) is list:
+            # The envelope without states (fixed-width fields: sized once per values), its empty
+            # TopicStates array replaced by the states' sizes, grouped as _topic_states groups
+            # them: no topic state made, no request walked (_umr_topics_size).
+            envelope = _umr_envelope_size(
+                version, self.controller_id, self.kraft_controller, self.controller_epoch, self.update_type,
+            )
+            return envelope - empty + _umr_topics_size(version, states) - empty + live
         return self.build_no_live_brokers(-1).encoded_size(version) - empty + live
 
 
 _UMR_TOPICS_SINCE = 5  # UpdateMetadata's first version with topic states (grouped by topic)
+
+
+@functools.lru_cache(maxsize=256)
+def _umr_envelope_size(version: int, controller_id: int, kraft: bool, controller_epoch: int, update_type: int) -> int:
+    """The size of an UpdateMetadata body without states and without live brokers (both arrays empty)."""
+    return UpdateMetadataBuilder(
+        version, controller_id, controller_epoch, [], (), {}, kraft, update_type,
+    ).build_no_live_brokers(-1, with_states=False).encoded_size(version)
+
+
+@functools.cache
+def _umr_sizers(version: int) -> tuple[Callable[[UpdateMetadataPartitionState], int], bool, int]:
+    """UpdateMetadata v5+'s partition state sizer, whether the version is flexible, a topic's tail size."""
+    flexible = UpdateMetadataRequest.is_flexible(version)
+    return (
+        struct_sizer(UpdateMetadataRequest, "UpdateMetadataPartitionState", version), flexible,
+        len(no_tagged_fields(flexible)),
+    )
+
+
+@functools.lru_cache(maxsize=_TOPIC_HEADS)
+def _umr_topic_head_size(version: int, topic: str) -> int:
+    """An UpdateMetadata v5+ topic state's size before its partition states (its name, and its id
+    from v7: a fixed-width UUID, so the size is the name's)."""
+    flexible = UpdateMetadataRequest.is_flexible(version)
+    empty = UpdateMetadataTopicState(topic_name=topic, topic_id=ZERO_UUID)
+    whole = struct_sizer(UpdateMetadataRequest, "UpdateMetadataTopicState", version)(empty)
+    return whole - array_count_size(0, flexible) - len(no_tagged_fields(flexible))
+
+
+def _umr_topics_size(version: int, states: Sequence[UpdateMetadataPartitionState]) -> int:
+    """The size of the TopicStates array of these states (v5+): per topic (grouped, in any order)
+    its head, the count of its states and its tail, then each state's size."""
+    size_state, flexible, tail = _umr_sizers(version)
+    runs: dict[str, int] = {}
+    topic: str | None = None
+    total = run = 0
+    for s in states:
+        total += size_state(s)
+        t = s.topic_name
+        if t != topic:
+            if topic is not None:
+                runs[topic] = runs.get(topic, 0) + run
+            topic, run = t, 0
+        run += 1
+    if topic is not None:
+        runs[topic] = runs.get(topic, 0) + run
+    total += array_count_size(len(runs), flexible)
+    for t, count in runs.items():
+        total += _umr_topic_head_size(version, t) + array_count_size(count, flexible) + tail
+    return total
 
 
 @attrs.frozen

@@ -96,7 +96,7 @@ from ..schema.metadata_classes import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from .channel_context import MigrationControllerChannelContext
+from .channel_context import MigrationControllerChannelContext, leadership_of
 from .full_image import FIRST_VERSION, TopicPieces, full_image_body
 from .hosted import HostedIndex
 from .incremental import incremental_sends
@@ -186,8 +186,15 @@ class _Collector:
 @attrs.define(slots=True)
 class _Lisr:
     brokers: set[int]
-    info: Any  # LeaderIsrAndControllerEpoch
+    found: PartitionRegistration  # the leadership's source: the partition's registration in the image
     reg: PartitionRegistration  # the replica assignment's source (one object, not a new one per add)
+    epoch: int  # the image's KRaft epoch: the leadership's controller epoch
+
+    @property
+    def info(self) -> Any:
+        """The leadership the batch is given (LeaderIsrAndControllerEpoch: MCCC.partitionLeadershipInfo),
+        made only when asked: incremental.py reads ``found``'s fields instead (see its rules)."""
+        return leadership_of(self.found, self.epoch)
 
 
 @attrs.define(slots=True)
@@ -207,13 +214,17 @@ class _Plan:
     def empty(self) -> bool:
         return not (self.umr_brokers or self.lisr or self.stop)
 
-    def add_lisr(self, tp: TopicPartition, brokers: Iterable[int], info: Any, reg: PartitionRegistration) -> None:
+    def add_lisr(
+        self, tp: TopicPartition, brokers: Iterable[int], found: PartitionRegistration, reg: PartitionRegistration,
+        epoch: int,
+    ) -> None:
+        """The add of tp's leadership (``found``'s, at KRaft ``epoch``) and ``reg``'s assignment."""
         entry = self.lisr.get(tp)
         if entry is None:
-            self.lisr[tp] = _Lisr(set(brokers), info, reg)
+            self.lisr[tp] = _Lisr(set(brokers), found, reg, epoch)
         else:
             entry.brokers.update(brokers)
-            entry.info, entry.reg = info, reg
+            entry.found, entry.reg, entry.epoch = found, reg, epoch
         self.umr[tp] = None  # the add's side effect (CCM:446)
 
     def add_stop(self, tp: TopicPartition, brokers: Iterable[int]) -> None:
@@ -333,10 +344,11 @@ def _delta_plans(
         a.umr_brokers |= old_zk
 
     b = _Plan(UpdateType.INCREMENTAL)
+    epoch = image.epoch  # the context's: its leadership's controller epoch
     if changed_zk:
-        leadership = ctx.leadership_of  # reg is the image's own: partition_leadership_info(tp) without the look-up
+        # reg is the image's own: its leadership is partition_leadership_info(tp)'s, without the look-up
         for tp, reg in _HOSTED.hosted(image, changed_zk):  # MP:145-162 (hosted.py: _hosted_by without the walk)
-            b.add_lisr(tp, changed_zk.intersection(reg.replicas), leadership(reg), reg)
+            b.add_lisr(tp, changed_zk.intersection(reg.replicas), reg, reg, epoch)
     if changes.deleted_topics or changes.changed_topics:
         b.umr_brokers |= old_zk
     registered = image.brokers
@@ -356,7 +368,6 @@ def _delta_plans(
                 "offline_replicas": offline,
             }
     names, topics = image.topic_ids_by_name, image.topics
-    leadership = ctx.leadership_of
     for change in changes.changed_topics.values():  # MP:187-213
         # partition_leadership_info(tp) with the name's topic looked up once, not per partition
         tid = names.get(change.name)
@@ -367,7 +378,7 @@ def _delta_plans(
             tp = TopicPartition(change.name, p)
             found = parts.get(p)
             if found is not None:
-                b.add_lisr(tp, reg.replicas, leadership(found), reg)
+                b.add_lisr(tp, reg.replicas, found, reg, epoch)
             old_reg = previous.get(p)
             if old_reg is not None and old_reg.replicas != reg.replicas:  # equal lists remove nobody
                 removed = set(old_reg.replicas).difference(reg.replicas)
@@ -384,10 +395,8 @@ def _image_plans(image: MetadataImage, options: ReplayOptions, ctx: MigrationCon
     a = _Plan(UpdateType.UNKNOWN, everything=True)
     a.umr_brokers = {b for b, reg in image.brokers.items() if is_target(reg)}
     b = _Plan(UpdateType.FULL)
-    for tp, reg in _all_partitions(image):
-        info = ctx.partition_leadership_info(tp)
-        if info is not None:
-            b.add_lisr(tp, reg.replicas, info, reg)
+    for tp, reg in _all_partitions(image):  # reg is the image's: partition_leadership_info(tp)'s source
+        b.add_lisr(tp, reg.replicas, reg, reg, image.epoch)
     if b.lisr:
         b.umr_brokers.update(ctx.live_or_shutting_down_broker_ids)
     return a, b
