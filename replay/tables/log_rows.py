@@ -57,7 +57,7 @@ from ..log.segments import (
     decode_at,
     refill,
 )
-from .record_rows import RecordColumns
+from .record_rows import MAX_TIMESTAMP_MS, RecordColumns
 
 __all__ = ["log_rows"]
 
@@ -210,7 +210,7 @@ def log_rows(
                                 pos += total
                                 n = len(offs) - n0
                                 if n:
-                                    ts = max_ts * 1000 if max_ts >= 0 else None
+                                    ts = max_ts * 1000 if 0 <= max_ts <= MAX_TIMESTAMP_MS else None
                                     last = base + last_delta
                                     if n == 1:  # most batches of a KRaft log hold one record
                                         bases.append(base)

@@ -17,7 +17,10 @@ kafka-metadata-log-format.md 1.2: a data record's payload is its JSON, DumpLogSe
   position: ``file`` is PATH.
 - Rows are gathered as column lists and cut into Arrow record batches of at most
   ``ROWS_PER_BATCH`` rows, so a partition's memory is bounded by that, whatever its size. The
-  timestamp column is gathered as microseconds (int64) and cast.
+  timestamp column is gathered as microseconds (int64) and cast; a batch time that is negative
+  (none) or after 9999-12-31T23:59:59.999Z (``MAX_TIMESTAMP_MS``: the end of Spark's
+  TimestampType and of Python's datetime; only a damaged or forged batch) is null, where it
+  overflowed before.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ _NOOP_NAME = RECORD_TYPE_NAMES[NO_OP_RECORD]
 # The Arrow type each column's Python values are made into: the timestamp's microseconds as int64,
 # then cast (a tenth of the time of pyarrow's conversion of ints to timestamps, the same array).
 _BUILT_AS = [pa.int64() if f.type == TIMESTAMP else f.type for f in RECORDS_ARROW]
+MAX_TIMESTAMP_MS = 253_402_300_799_999
+"""The last batch time (ms) the timestamp column holds: 9999-12-31T23:59:59.999Z."""
 
 
 def file_of(source: str) -> str:
@@ -67,7 +72,7 @@ class RecordColumns:
          positions) = self.columns
         base, last, epoch, control = batch.base_offset, batch.last_offset, batch.epoch, batch.control
         text = to_json_text
-        ts = batch.timestamp * 1000 if batch.timestamp >= 0 else None
+        ts = batch.timestamp * 1000 if 0 <= batch.timestamp <= MAX_TIMESTAMP_MS else None
         n_before = len(offsets)
         if control:
             for c in batch.control_records:

@@ -10,7 +10,8 @@ Rules of this module:
   JsonConverter's camelCase keys), so ``parse_json(data)`` / ``variant_get`` and
   ``get_json_object`` work on it. ``timestamp`` is the batch's maxTimestamp (every KRaft record of
   a batch carries the batch time: writer.py's rules), null where the input does not say (JSON
-  lines without "timestamp"). ``snapshot`` marks records read from a .checkpoint, whose offsets
+  lines without "timestamp", a negative time) or says a time after the year 9999 (a damaged batch:
+  record_rows.MAX_TIMESTAMP_MS). ``snapshot`` marks records read from a .checkpoint, whose offsets
   restart at 0 (kafka-metadata-log-format.md section 5); ``file`` and ``position`` say where the
   record's batch is (a byte offset, or a line for JSON lines and kafka-dump-log text).
 - ``REQUESTS_SCHEMA`` is ``replay_dataframe``'s: the Parquet output's columns (rows.REQUEST_SCHEMA,

@@ -29,7 +29,7 @@ from ctrlbatch.replay.tables.json_fused import JSON_FORM
 from ctrlbatch.replay.tables.log_rows import log_rows
 from ctrlbatch.replay.tables.options import parse_options
 from ctrlbatch.replay.tables.plan import Part, plan_parts
-from ctrlbatch.replay.tables.record_rows import RecordColumns, record_batches
+from ctrlbatch.replay.tables.record_rows import MAX_TIMESTAMP_MS, RecordColumns, record_batches
 from ctrlbatch.replay.tables.schema import RECORDS_ARROW
 
 from .tables_logs import make_logs
@@ -188,3 +188,33 @@ def test_batches_outside_the_usual_case_read_as_in_the_shared_loop(
         assert error is None and reasons == ["CRC-32C mismatch", "offsets skip 16..16"]
     else:
         assert error is not None and "CRC-32C mismatch" in error
+
+
+_MAX_TIMESTAMP_AT = 8 + 4 + 4 + 1 + 4 + 2 + 4 + 8  # a v2 batch's maxTimestamp (kafka-metadata-log-format.md)
+
+
+@pytest.mark.parametrize("max_timestamp", [2**63 - 1, MAX_TIMESTAMP_MS + 1, MAX_TIMESTAMP_MS, -5])
+def test_a_batch_time_after_the_year_9999_is_null_in_both_loops(
+    logs: dict[str, Path], tmp_path: Path, max_timestamp: int
+) -> None:
+    """A CRC-valid batch whose maxTimestamp (ms) is after 9999-12-31T23:59:59.999Z (even past int64
+    microseconds) or negative gives a null timestamp, never an overflow; that last millisecond is kept."""
+    dst = tmp_path / "log"
+    shutil.copytree(logs["4x"], dst)
+    seg = sorted((dst / "__cluster_metadata-0").glob("*.log"))[0]
+    first = next(iter(scan_batches(seg)))
+    data = bytearray(seg.read_bytes())
+    struct.pack_into(">q", data, first.position + _MAX_TIMESTAMP_AT, max_timestamp)
+    body = bytes(data[first.position + 21 : first.position + first.length])
+    data[first.position + 17 : first.position + 21] = _CRC.pack(crc32c.crc32c(body))
+    seg.write_bytes(bytes(data))
+    ours = _read(dst, Part(0, "log"), skip_corrupt=False, include_noops=True, shared=False)
+    assert ours == _read(dst, Part(0, "log"), skip_corrupt=False, include_noops=True, shared=True)
+    rows, error = ours[0], ours[1]
+    assert error is None and rows
+    stamp = rows[0]["timestamp"]
+    if 0 <= max_timestamp <= MAX_TIMESTAMP_MS:
+        assert stamp is not None and stamp == pa.scalar(max_timestamp * 1000, pa.timestamp("us", tz="UTC")).as_py()
+    else:
+        assert stamp is None
+    assert rows[-1]["timestamp"] is not None  # the other batches keep theirs
