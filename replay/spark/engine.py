@@ -17,6 +17,7 @@ Rules of this module:
   reading its range again). On the 1M-record generated log (--digest none, local[2], load 5-7)
   the one stage left the two workers idle 0.5 s each instead of 6.5-7.0 (the driver's
   composition, the range stage's last task), for the same CPU (43.2 / 45.3 s against 43.6 / 45.7).
+- The one pass cuts fewer units than the other plans (plan.PASS_UNITS_PER_CORE: why).
 - The write tasks run largest first (by the frame bytes each unit's summary counts, which
   they hash): a large unit started last would leave the other cores idle at the stage's end.
   The parts keep their unit's name, so the order of the files is the unit order whatever ran first.
@@ -57,7 +58,7 @@ from ..rows.rows import NO_FRAMES
 from ..rows.summary import ReplaySummary
 from .group_spill import spill_dir
 from .onepass import one_pass
-from .plan import MAX_UNITS, Unit, plan_units, total_bytes, unit_bytes_for
+from .plan import MAX_UNITS, Unit, pass_unit_bytes_for, plan_units, total_bytes, unit_bytes_for
 from .ranges import RangePlan, batch_cuts, plan_ranges, serial_reason
 from .source import HistorySource
 from .unit import UnitEnd, first_error, run_unit
@@ -135,8 +136,9 @@ def replay_spark(
     sc: SparkContext = spark.sparkContext
     if history is None:
         history = source.open()  # fail early, on the driver, with the reader's error for a bad path
+    once = requests_dir is not None and serial_reason(history, coalesce) is None  # the one pass (spark/onepass.py)
     if unit_bytes is None:
-        unit_bytes = unit_bytes_for(history, sc.defaultParallelism)
+        unit_bytes = (pass_unit_bytes_for if once else unit_bytes_for)(history, sc.defaultParallelism)
     seconds: dict[str, float] = {}
     clock = time.monotonic()
     count = min(MAX_UNITS, total_bytes(history) // unit_bytes + 1)
@@ -144,7 +146,7 @@ def replay_spark(
     plan: RangePlan | None = None
     try:
         ends: list[UnitEnd] | None = None
-        if spill is not None and serial_reason(history, coalesce) is None:  # read once (spark/onepass.py)
+        if once and spill is not None:  # read once (spark/onepass.py)
             begins: list[Position] = [(0, 0), *batch_cuts(history.segments, unit_bytes, count)]
             seconds["plan_cuts"] = time.monotonic() - clock
             passed = one_pass(sc, source, options, begins, spill)
