@@ -164,10 +164,11 @@ def replay_spark(
     staged: str | None = None  # the one pass's rows (spark/onepass.py)
     try:
         ends: list[UnitEnd] | None = None
-        if once and spill is not None:  # read once (spark/onepass.py)
+        if once and spill is not None and requests_dir is not None:  # read once (spark/onepass.py)
             begins: list[Position] = [(0, 0), *batch_cuts(history.segments, unit_bytes, count)]
             seconds["plan_cuts"] = time.monotonic() - clock
             staged = os.path.join(spill, "rows")  # the pass's parts, moved to requests_dir once it succeeded
+            os.makedirs(os.fspath(requests_dir), exist_ok=True)  # made as the rows' writing starts, as before
             passed = one_pass(sc, source, options, begins, spill, WriteTo(staged, with_frames, options.digest))
             seconds.update(passed.seconds)
             ends, planned = passed.ends, "parallel" if passed.reason is None else f"serial: {passed.reason}"
