@@ -411,8 +411,9 @@ class _DeltaNet:
         self._touchable(tid)
         base: _Part | None
         entry = self.topics.get(tid)
-        if entry is not None and p in entry[2]:
-            base = entry[2][p]
+        parts = None if entry is None else entry[2]
+        if parts is not None and p in parts:
+            base = parts[p]
         elif entry is not None and entry[0]:
             base = None
         else:
@@ -427,7 +428,9 @@ class _DeltaNet:
             raise NotComposable(f"partition {p} of topic id {tid} is in neither the image nor this delta")
         if d.leader_recovery_state != NO_RECOVERY_STATE_CHANGE and d.leader_recovery_state not in RECOVERY_STATES:
             raise NotComposable("unknown leaderRecoveryState")
-        self._changed_topic(tid)[p] = base.then(d) if isinstance(base, PartitionChange) else base.merge(d)
+        if parts is None:  # the topic's first change in this delta (the id hashed once per lookup: 286k changes per 1M records)
+            parts = self._changed_topic(tid)
+        parts[p] = base.then(d) if isinstance(base, PartitionChange) else base.merge(d)
 
     def remove_topic(self, d: Any) -> None:
         tid = d.topic_id

@@ -17,7 +17,12 @@ Rules of this module:
   reading its range again). On the 1M-record generated log (--digest none, local[2], load 5-7)
   the one stage left the two workers idle 0.5 s each instead of 6.5-7.0 (the driver's
   composition, the range stage's last task), for the same CPU (43.2 / 45.3 s against 43.6 / 45.7).
-- The write tasks run largest first (by the frame bytes each unit's summary counts, which
+- The one pass cuts fewer units than the other plans (plan.PASS_UNITS_PER_CORE: why), and
+  writes each unit's rows in the unit's own task once the units before it have published their
+  counts (spark/onepass.py), into the scratch directory; the driver moves the parts into
+  ``requests_dir`` when every unit succeeded. A pass that ends in the serial plan leaves no part
+  behind (the scratch directory goes), and the serial plan writes in a stage of its own.
+- The write tasks of the other plans run largest first (by the frame bytes each unit's summary counts, which
   they hash): a large unit started last would leave the other cores idle at the stage's end.
   The parts keep their unit's name, so the order of the files is the unit order whatever ran first.
 - ``seq`` is per broker over the whole replay: the driver collects each unit's ``UnitEnd`` (its
@@ -56,8 +61,8 @@ from ..propagate.propagator import ReplayOptions
 from ..rows.rows import NO_FRAMES
 from ..rows.summary import ReplaySummary
 from .group_spill import spill_dir
-from .onepass import one_pass
-from .plan import MAX_UNITS, Unit, plan_units, total_bytes, unit_bytes_for
+from .onepass import WriteTo, one_pass
+from .plan import MAX_UNITS, Unit, pass_unit_bytes_for, plan_units, total_bytes, unit_bytes_for
 from .ranges import RangePlan, batch_cuts, plan_ranges, serial_reason
 from .source import HistorySource
 from .unit import UnitEnd, first_error, run_unit
@@ -101,6 +106,19 @@ def first_seqs(ends: list[UnitEnd]) -> dict[int, dict[int, int]]:
     return first
 
 
+def _move_written(ends: list[UnitEnd], staged: str, directory: str) -> int:
+    """The one pass's parts moved from ``staged`` to ``directory`` (the first write error raised
+    instead); the rows written."""
+    written = [e.written for e in ends if e.written is not None]
+    error = first_error(written)
+    if error is not None:
+        raise error
+    os.makedirs(directory, exist_ok=True)
+    for name in sorted(os.listdir(staged)):
+        os.replace(os.path.join(staged, name), os.path.join(directory, name))
+    return sum(w.rows for w in written)
+
+
 def _serial_units(sc: SparkContext, source: HistorySource, coalesce: int, unit_bytes: int, count: int) -> RDD[Unit]:
     """The serial plan's units, unit i in partition i (spark/plan.py)."""
     plans = sc.parallelize([0], 1).flatMap(lambda _: plan_units(source, coalesce, unit_bytes, count))
@@ -135,19 +153,23 @@ def replay_spark(
     sc: SparkContext = spark.sparkContext
     if history is None:
         history = source.open()  # fail early, on the driver, with the reader's error for a bad path
+    once = requests_dir is not None and serial_reason(history, coalesce) is None  # the one pass (spark/onepass.py)
     if unit_bytes is None:
-        unit_bytes = unit_bytes_for(history, sc.defaultParallelism)
+        unit_bytes = (pass_unit_bytes_for if once else unit_bytes_for)(history, sc.defaultParallelism)
     seconds: dict[str, float] = {}
     clock = time.monotonic()
     count = min(MAX_UNITS, total_bytes(history) // unit_bytes + 1)
     spill = None if requests_dir is None else spill_dir(requests_dir)
     plan: RangePlan | None = None
+    staged: str | None = None  # the one pass's rows (spark/onepass.py)
     try:
         ends: list[UnitEnd] | None = None
-        if spill is not None and serial_reason(history, coalesce) is None:  # read once (spark/onepass.py)
+        if once and spill is not None and requests_dir is not None:  # read once (spark/onepass.py)
             begins: list[Position] = [(0, 0), *batch_cuts(history.segments, unit_bytes, count)]
             seconds["plan_cuts"] = time.monotonic() - clock
-            passed = one_pass(sc, source, options, begins, spill)
+            staged = os.path.join(spill, "rows")  # the pass's parts, moved to requests_dir once it succeeded
+            os.makedirs(os.fspath(requests_dir), exist_ok=True)  # made as the rows' writing starts, as before
+            passed = one_pass(sc, source, options, begins, spill, WriteTo(staged, with_frames, options.digest))
             seconds.update(passed.seconds)
             ends, planned = passed.ends, "parallel" if passed.reason is None else f"serial: {passed.reason}"
             clock = time.monotonic()
@@ -178,7 +200,9 @@ def replay_spark(
         if "replay" not in seconds:  # the one pass timed its own stage
             seconds["replay"] = replayed - seconds.get("plan", 0.0)  # the units, in parallel (and the job's start-up)
         rows = 0
-        if requests_dir is not None and spill is not None:
+        if requests_dir is not None and staged is not None and all(e.written is not None for e in ends):
+            rows = _move_written(ends, staged, os.fspath(requests_dir))  # the one pass wrote them
+        elif requests_dir is not None and spill is not None:
             directory = os.fspath(requests_dir)
             os.makedirs(directory, exist_ok=True)
             starts = sc.broadcast(first_seqs(ends))

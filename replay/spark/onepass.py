@@ -32,6 +32,14 @@ reports it reuses; issue 26: "read the log once"):
   (a lost executor) would wait for a retry that may find every slot held by tasks waiting for its
   report: the driver, while a report is late, asks Spark every second whether a task of the
   stage failed, and if so ends the pass the same way.
+- With ``WriteTo`` (the engine's runs) a task also writes its unit's rows (spark/write.py's
+  ``write_unit``, into the directory it names): it publishes its per-broker counts, waits for
+  the counts of every unit before it (published by tasks started before it, as the reports are),
+  sums them in unit order into its first seq per broker (engine.first_seqs), and writes. The
+  write stage after the pass, and the idle cores at its barrier, are gone: the hashing of unit i
+  runs while unit i+1 replays (the 1M-record logs, local[2]: see benchmarks' figures in the
+  commit). A unit that failed writes nothing (the driver raises its error); its counts are
+  published all the same, so no later task waits for them.
 - Only for a binary log read from its start (``ranges.serial_reason``) and a run that writes rows
   (the exchange directory is the spill directory); the other runs plan as before.
 """
@@ -44,6 +52,7 @@ import pickle
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -63,11 +72,12 @@ from .group_spill import spill_path, write_groups
 from .ranges import RangeReport, continuity_problem, range_report
 from .source import HistorySource
 from .unit import UnitEnd
+from .write import write_unit
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
 
-__all__ = ["ABORT", "WAIT_LIMIT", "OnePass", "one_pass", "range_unit"]
+__all__ = ["ABORT", "WAIT_LIMIT", "OnePass", "WriteTo", "one_pass", "range_unit"]
 
 WAIT_LIMIT = 1800.0  # seconds a task waits for its image (module rules)
 POLL = 0.005  # seconds between two looks for a file
@@ -101,6 +111,35 @@ def _load(path: str) -> Any:
         return pickle.load(f)  # noqa: S301 - only this job's tasks and driver write these files
 
 
+def _counts_path(exchange: str, index: int) -> str:
+    return os.path.join(exchange, f"counts-{index:05d}.counts")
+
+
+def _wait_counts(exchange: str, index: int, limit: float) -> dict[int, int] | None:
+    """Unit ``index``'s first seq per broker: the counts of units 0..index-1 summed in unit order
+    (engine.first_seqs), each read once its file appears; None: aborted, or ``limit`` passed."""
+    abort = os.path.join(exchange, ABORT)
+    deadline = time.monotonic() + limit
+    running: Counter[int] = Counter()
+    for i in range(index):
+        path = _counts_path(exchange, i)
+        while not os.path.exists(path):
+            if os.path.exists(abort) or not os.path.isdir(exchange) or time.monotonic() > deadline:
+                return None
+            time.sleep(POLL)
+        running.update(_load(path))
+    return dict(running)
+
+
+@attrs.frozen(slots=True)
+class WriteTo:
+    """Where the one pass writes each unit's rows (spark/write.py's ``write_unit`` arguments)."""
+
+    directory: str
+    with_frames: bool
+    digest: str
+
+
 def _wait_image(exchange: str, index: int, limit: float) -> tuple[PackedImage, LogBatch | None] | None:
     """The unit's packed image and leader batch, or None: the pass was aborted, or ``limit`` passed."""
     path, abort = _image_path(exchange, index), os.path.join(exchange, ABORT)
@@ -116,10 +155,11 @@ def _wait_image(exchange: str, index: int, limit: float) -> tuple[PackedImage, L
 
 def range_unit(
     source: HistorySource, options: ReplayOptions, index: int, begin: Position, stop: Position | None,
-    exchange: str, limit: float = WAIT_LIMIT,
+    exchange: str, limit: float = WAIT_LIMIT, write: WriteTo | None = None,
 ) -> UnitEnd | None:
     """Range ``index`` read once: its report published, then its unit replayed from the image
-    the driver composed (module rules). None: the pass was aborted (plan serially)."""
+    the driver composed, and with ``write`` its rows written (module rules). None: the pass was
+    aborted (plan serially)."""
     began = time.monotonic()
     try:
         history = source.open()
@@ -146,7 +186,21 @@ def range_unit(
         error = e
     except OSError as e:  # the spill file (disk full, ...)
         error = CommandError(os_error_line(e))
-    return UnitEnd(index, dict(run.delivered), run.summary, history.stats, 0.0, error)
+    counts = dict(run.delivered)
+    replayed = UnitEnd(index, counts, run.summary, history.stats, 0.0, error)
+    if write is None:
+        return replayed
+    del run, groups, batches  # the replay's state and the kept batches: not held while the rows are written
+    _publish(_counts_path(exchange, index), counts)
+    first = _wait_counts(exchange, index, limit)
+    if first is None:
+        return None
+    written = None if error is not None else write_unit(
+        index, exchange, first, write.directory, write.with_frames, write.digest
+    )
+    with contextlib.suppress(OSError):
+        os.unlink(spill_path(exchange, index))
+    return attrs.evolve(replayed, written=written)
 
 
 @attrs.frozen(slots=True)
@@ -214,13 +268,14 @@ def _compose_images(exchange: str, count: int, begins: list[Position], job: _Job
 
 
 def one_pass(sc: SparkContext, source: HistorySource, options: ReplayOptions, begins: list[Position],
-             exchange: str) -> OnePass:
-    """Every range read once, planned and replayed in one stage (module rules)."""
+             exchange: str, write: WriteTo | None = None) -> OnePass:
+    """Every range read once, planned and replayed in one stage, with ``write`` its rows written
+    there too (module rules)."""
     clock = time.monotonic()
     count = len(begins)
     bounds = [(i, begins[i], begins[i + 1] if i + 1 < count else None) for i in range(count)]
     rdd = sc.parallelize(bounds, count).map(
-        lambda b: worker_task(range_unit, source, options, b[0], b[1], b[2], exchange)
+        lambda b: worker_task(range_unit, source, options, b[0], b[1], b[2], exchange, WAIT_LIMIT, write)
     )
     tracker = sc.statusTracker()
 

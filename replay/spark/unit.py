@@ -48,6 +48,7 @@ class UnitEnd:
     stats: ReadStats
     planned_after: float
     error: CommandError | None = None
+    written: WriteEnd | None = None  # the one pass (spark/onepass.py) writes the unit's rows in the same task
 
     def __repr__(self) -> str:
         failed = f", failed: {self.error}" if self.error is not None else ""
