@@ -45,7 +45,7 @@ from ..rows.rows import API_NAMES
 
 __all__ = [
     "API_ORDER", "BiggestDeltas", "Burst", "BrokerTimeline", "broker_timeline", "burst_buckets", "burst_lines",
-    "draw_report", "prepare_drawing",
+    "draw_report",
 ]
 
 _REQUIRED = ["timestamp", "broker", "bytes"]
@@ -322,19 +322,6 @@ def burst_lines(timeline: BrokerTimeline, chosen: list[int]) -> list[str]:
             f"{API_NAMES.get(api, api)} {_size(part)} of its {_size(best.bytes)} ({best.requests:,} request{plural})"
         )
     return lines
-
-
-def prepare_drawing() -> None:
-    """Import what ``draw_report`` draws with (matplotlib's Agg backend, pyplot, the default
-    font): about 0.5 s, which a caller with idle time (the Spark driver while its JVM starts)
-    spends then instead of at the end of the run."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401 - imported for its side effect: loaded before the drawing
-    from matplotlib import font_manager
-
-    font_manager.findfont(matplotlib.rcParams["font.family"][0])
 
 
 def draw_report(

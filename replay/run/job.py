@@ -7,9 +7,10 @@ after every part is written (``OutputDir``), so a failed run leaves no DIR behin
 (or SIGINT/SIGTERM) the Spark session is stopped before the temporary directory is removed, so
 no executor writes into it afterwards. Before report.png is drawn, the memory the replay freed
 is handed back to the system (common.tuning.release_free_memory), so the report does not raise the
-run's peak RSS above the replay's. The Spark engine's driver imports what the drawing needs
-(matplotlib, pyarrow) in a thread while the JVM starts, when its process is idle, not at the end;
-they then count in the driver's peak RSS (the 10-large-topic 1M log: 257-258 -> 282-287 MiB). An executor's error the user can act on reaches the user as
+run's peak RSS above the replay's. What the drawing needs (matplotlib) is imported only then:
+imported in a thread while the JVM starts (tried), it added 17-20 MiB to the Spark driver's peak
+RSS (1M / 10M generated records: 246 / 278 MiB, against 226 / 261 without) for no wall time
+that a run could show (28.7-29.2 s at 1M either way, load 1.8-2.2). An executor's error the user can act on reaches the user as
 the same one line the local engine gives: the Spark engine hands it back as a value (its tasks'
 typed results, spark/engine.py), never as text to parse; only a bug keeps Spark's trace. The
 history is opened once on the driver, here, and handed to the engine. A history
@@ -18,9 +19,7 @@ that yields no batch at all (and skipped nothing) is an error saying the input i
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,7 +33,7 @@ from ctrlbatch.context import MetadataVersion
 
 from ..log.errors import ReadStats
 from ..output.output import REPORT_BINS, OutputDir, ParquetRows, write_json
-from ..output.report import broker_timeline, draw_report, prepare_drawing
+from ..output.report import broker_timeline, draw_report
 
 if TYPE_CHECKING:
     from ..log.sources import History
@@ -145,21 +144,15 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
     try:
         phases: dict[str, float] = {}
         plan: str | None = None
-        drawing: threading.Thread | None = None
         if job.engine == "local":
             summary, stats, rows = _run_local(run_job, history, out)
         else:
-            if out is not None:  # the drawing's imports while the JVM starts (module rules)
-                drawing = threading.Thread(target=_prepare_drawing, name="ctrlbatch-prepare-drawing", daemon=True)
-                drawing.start()
             summary, stats, rows, plan = _run_spark(run_job, history, out, phases)
         if stats.batches == 0 and not stats.corrupt_count:
             raise CommandError(f"{job.path}: the input is empty: it holds no record batch to replay")
         outcome = ReplayOutcome(job, summary, stats, rows, time.monotonic() - start, out_dir, phases, controller, plan)
         if out is not None:
             write_json(out.summary_path, outcome.to_dict())
-            if drawing is not None:
-                drawing.join(PREPARE_LIMIT)
             release_free_memory()  # the report's memory does not stack on the replay's freed heap
             with Progress("drawing report.png", enabled=job.progress):
                 timeline = broker_timeline(out.requests_dir, REPORT_BINS)
@@ -171,17 +164,6 @@ def execute(job: ReplayJob, out_dir: Path | None) -> ReplayOutcome:
     finally:
         if out is not None and not out.committed:
             out.abort()
-
-
-PREPARE_LIMIT = 60.0  # seconds the drawing waits for its imports (a thread of this run: done long before)
-
-
-def _prepare_drawing() -> None:
-    """report.prepare_drawing, quietly: a failure here is met again, and reported, by the drawing."""
-    with contextlib.suppress(Exception):
-        import pyarrow.parquet  # noqa: F401 - loaded for broker_timeline
-
-        prepare_drawing()
 
 
 def controller_at_start(job: ReplayJob, history: History) -> tuple[ReplayJob, dict[str, Any]]:
