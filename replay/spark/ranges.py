@@ -21,7 +21,7 @@ Rules of this module (the design: issue 13; the serial plan it stands in for: sp
   (``net_effect.compose`` on packed values, exact by construction; its cost is what the image
   holds, per unit: a new dict per touched topic, a tuple per touched partition, no object).
 - Memory on the driver is bounded by the image, not by the log: the range reports (their net
-  effects packed: ``NetEffect.pack``) are kept on disk by Spark (DISK_ONLY) and read here one at
+  effects packed: ``NetBuilder.packed``) are kept on disk by Spark (DISK_ONLY) and read here one at
   a time (``toLocalIterator``), and each unit's packed image is broadcast (written to a file) as
   soon as it is composed, so the driver holds one image, the next and two net effects at a time:
   the iterator fetches the next report while the driver composes (``prefetchPartitions``; each
@@ -131,7 +131,7 @@ class RangeReport:
     """What a phase-1 task found in its range (module rules); ``problem`` set: plan serially."""
 
     index: int
-    net: PackedNet | None  # NetEffect.pack(): plain values pickle and compose fast
+    net: PackedNet | None  # NetBuilder.packed(): plain values pickle and compose fast
     first: LogBatch | None  # the range's first batch, records dropped
     ended_at: Position | None
     next_offset: int
@@ -198,7 +198,7 @@ def range_report(source: HistorySource, index: int, begin: Position, stop: Posit
         return RangeReport(index, None, None, None, -1, -1, None, False, time.monotonic() - began, problem)
     end = reader.resume()
     expected = reader.offsets.expected if reader.offsets is not None else -1
-    return RangeReport(index, builder.effect().pack(), watch.first, end.at, expected, reader.epochs.epoch, watch.leader,
+    return RangeReport(index, builder.packed(), watch.first, end.at, expected, reader.epochs.epoch, watch.leader,
                        watch.open, time.monotonic() - began)
 
 
