@@ -80,7 +80,7 @@ from .packed_image import PART_FIELDS, PackedImage, PackedPartition, pack_image,
 
 __all__ = [
     "NET_STEPS", "SERIAL_TYPES", "BrokerPatch", "NetBuilder", "NetEffect", "NotComposable", "PackedNet", "PartitionChange",
-    "compose", "semantics_mismatch",
+    "compose", "not_composed", "semantics_mismatch",
 ]
 
 
@@ -538,7 +538,12 @@ class _DeltaNet:
                 except (AttributeError, TypeError, ValueError) as e:
                     raise NotComposable(f"malformed record data: {e}") from e
             elif t not in passed_over:
-                raise NotComposable(f"record type {t} ({rec.RECORD_TYPE_NAMES.get(t, '?')}) is not composed")
+                raise NotComposable(not_composed(t))
+
+
+def not_composed(record_type: int) -> str:
+    """The NotComposable message of a record type this module does not compose (SERIAL_TYPES)."""
+    return f"record type {record_type} ({rec.RECORD_TYPE_NAMES.get(record_type, '?')}) is not composed"
 
 
 _partition_change = _DeltaNet.partition_change

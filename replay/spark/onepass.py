@@ -20,6 +20,16 @@ reports it reuses; issue 26: "read the log once"):
   from task i itself (published before it waits) and tasks started before it (a stage's tasks
   start in partition order), so no task waits for one that has not started, and the composition
   overlaps the replay.
+- The last range's net effect would be composed into no image: its task reads the range, with
+  every check of its report (the continuity fields, a reading error, a delta the grouping
+  refuses, a record type of net_effect.SERIAL_TYPES, each a problem as before), but builds no net
+  effect (``range_report(net=False)``). What only the builder would have refused there is
+  replayed from the exact image: a record the fold refuses fails the unit with the error the
+  serial plan raises (both the fold's MetadataReplayError, named by the engine's trail:
+  engine.skeleton.locate), and a range the fold accepts but the builder does not compose (a
+  topic re-created, or touched and removed, in one delta) is replayed in parallel, with the rows
+  the serial plan gives. The base-dependent checks (net_effect.compose) never ran on the last
+  range. Measured (1M-record log, 8 units, one process): the last task's range 0.50 -> 0.33 s of CPU.
 - The exchange directory is the run's scratch directory (group_spill.spill_dir: every executor
   reaches it, since the write tasks write beside it). Files appear under their final names only
   when complete (written under a name of their own, then renamed).
@@ -168,7 +178,7 @@ def range_unit(
                  RangeReport(index, None, None, None, -1, -1, None, False, time.monotonic() - began, str(e)))
         return None
     batches: list[LogBatch] = []
-    report = range_report(source, index, begin, stop, history, batches)
+    report = range_report(source, index, begin, stop, history, batches, net=stop is not None)  # the last: no net
     _publish(_report_path(exchange, index), report)
     if report.problem is not None:
         return None
@@ -250,7 +260,7 @@ def _compose_images(exchange: str, count: int, begins: list[Position], job: _Job
                 return f"range {i}: no report yet and a task failed (its retry may find every slot waiting)"
             time.sleep(POLL)
         report: RangeReport = _load(path)
-        if report.problem is not None or report.net is None:
+        if report.problem is not None or (report.net is None and i + 1 < count):
             return f"range {i}: {report.problem}"
         if before is not None:
             why = continuity_problem(before, report, begins[i])
@@ -258,6 +268,7 @@ def _compose_images(exchange: str, count: int, begins: list[Position], job: _Job
                 return why
         _publish(_image_path(exchange, i), (image, leader))
         if i + 1 < count:
+            assert report.net is not None  # only the last range's is None
             try:
                 image = compose(report.net, image)
             except NotComposable as e:

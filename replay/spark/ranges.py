@@ -53,7 +53,7 @@ from ctrlbatch.common.tuning import worker_task
 
 from ..image.deltas import group_deltas
 from ..image.image import EMPTY_IMAGE
-from ..image.net_effect import NetBuilder, NotComposable, PackedNet, compose
+from ..image.net_effect import SERIAL_TYPES, NetBuilder, NotComposable, PackedNet, compose, not_composed
 from ..image.packed_image import PackedImage, pack_image, unpack_image
 from ..log.reading import TEXT_KINDS, EpochCheck, Position, ReadFrom
 from ..log.records import ABORT_TRANSACTION_RECORD, BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, LogBatch
@@ -178,10 +178,12 @@ def _kept(batches: Iterable[LogBatch], into: list[LogBatch]) -> Iterator[LogBatc
 
 
 def range_report(source: HistorySource, index: int, begin: Position, stop: Position | None,
-                 history: History | None = None, kept: list[LogBatch] | None = None) -> RangeReport:
+                 history: History | None = None, kept: list[LogBatch] | None = None, net: bool = True) -> RangeReport:
     """Phase 1 of one range: read it, fold its deltas into a net effect (never raises on input).
     ``history``: ``source`` already opened (its ``stats`` count the read); ``kept``: a list the
-    batches read are appended to (spark/onepass.py replays them)."""
+    batches read are appended to (spark/onepass.py replays them); ``net`` False: no net effect
+    (the report's ``net`` is None), only a record type of ``SERIAL_TYPES`` is refused as the
+    builder refuses it (the one pass's last range: spark/onepass.py's rules)."""
     began = time.monotonic()
     if history is None:
         history = source.open()
@@ -190,16 +192,23 @@ def range_report(source: HistorySource, index: int, begin: Position, stop: Posit
     builder = NetBuilder()
     problem = None
     try:
-        for delta in group_deltas(watch, 1):
-            builder.add(delta.records, delta.last_offset, delta.epoch)
+        if net:
+            for delta in group_deltas(watch, 1):
+                builder.add(delta.records, delta.last_offset, delta.epoch)
+        else:
+            serial = SERIAL_TYPES
+            for delta in group_deltas(watch, 1):
+                for r in delta.records:
+                    if r.type in serial:
+                        raise NotComposable(not_composed(r.type))
     except (CommandError, NotComposable, OSError) as e:  # the serial plan then raises it exactly
         problem = f"{type(e).__name__}: {e}"
     if problem is not None:
         return RangeReport(index, None, None, None, -1, -1, None, False, time.monotonic() - began, problem)
     end = reader.resume()
     expected = reader.offsets.expected if reader.offsets is not None else -1
-    return RangeReport(index, builder.packed(), watch.first, end.at, expected, reader.epochs.epoch, watch.leader,
-                       watch.open, time.monotonic() - began)
+    return RangeReport(index, builder.packed() if net else None, watch.first, end.at, expected, reader.epochs.epoch,
+                       watch.leader, watch.open, time.monotonic() - began)
 
 
 def continuity_problem(before: RangeReport, report: RangeReport, begin: Position) -> str | None:
