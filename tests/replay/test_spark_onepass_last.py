@@ -159,3 +159,33 @@ def test_the_engine_replays_a_builder_refused_last_range_in_parallel(spark: Any,
     assert result.planned == "parallel" and result.units > 3
     assert pq.read_table(tmp_path / "out").to_pylist() == rows
     assert result.summary.to_dict() == local.summary.to_dict()
+
+
+def test_a_pass_that_ends_early_leaves_no_staged_image(tmp_path: Path) -> None:
+    """The driver pickles image i+1 as soon as it is composed, under a name of its own; a pass
+    that ends (here: range 1 does not go on from range 0) removes it."""
+    import threading
+
+    from ctrlbatch.replay.log.reading import Position
+    from ctrlbatch.replay.spark import onepass
+    from ctrlbatch.replay.spark.ranges import batch_cuts
+
+    from .test_spark_onepass import _Alive
+
+    generate_log(tmp_path / "data", brokers=4, topics=4, partitions=16, records=1500, seed=2, segment_bytes=4096)
+    source = HistorySource(str(tmp_path / "data"))
+    begins: list[Position] = [(0, 0), *batch_cuts(source.open().segments, UNIT_BYTES, 1000)]
+    exchange = str(tmp_path / "exchange")
+    os.mkdir(exchange)
+    wrong = [begins[0], begins[2], *begins[2:]]
+    task = threading.Thread(target=lambda: [
+        onepass.range_unit(source, ReplayOptions(), i, wrong[i], wrong[i + 1] if i + 1 < len(wrong) else None,
+                           exchange, 30.0)
+        for i in range(2)
+    ], daemon=True)
+    task.start()
+    reason = onepass._compose_images(exchange, len(wrong), begins, _Alive())  # type: ignore[arg-type]
+    onepass._publish(os.path.join(exchange, onepass.ABORT), None)
+    task.join(timeout=60)
+    assert reason is not None and reason.startswith("range 0 ended at ")
+    assert sorted(n for n in os.listdir(exchange) if n.startswith("image-")) == ["image-00000.image"]
