@@ -32,6 +32,15 @@ Rules of this module (image.py is the semantics; this module only re-orders its 
   serially, on purpose); the module refuses to load otherwise (``semantics_mismatch``), so a
   record type the image learns cannot silently make every Spark run plan serially
   (tests/replay/test_record_semantics.py).
+- The builder keeps one list per partition (``_Acc``: ``PART_FIELDS`` order and whether the
+  range set it) and changes it in place: a PartitionChangeRecord costs a lookup of its topic in
+  the delta and of its partition, and builds no object (``PartitionRegistration.merge`` and
+  ``PartitionChange.then`` built one per record); a delta's first touch of a topic the range
+  knows works on the range's own parts dict, which needs no undoing, since a delta that fails
+  raises NotComposable and the builder is dropped with it. ``packed()`` is ``effect().pack()``
+  built from the lists. Measured (1M-record generated log, its 8 ranges, one process): the
+  builder's add and pack 1.6 -> 1.0 s of CPU beyond the reading and grouping (2.0 s); a range
+  of 64k PartitionChangeRecords 0.132 -> 0.066 s.
 - ``topic_ids_by_name`` is derived from the topics: with the cases above excluded, every delta
   keeps "each live topic's name maps to it, in topic order" true (deletions pop the deleted
   topic's name, a created topic appends its free name, a changed topic's name already maps to
@@ -71,7 +80,7 @@ from .packed_image import PART_FIELDS, PackedImage, PackedPartition, pack_image,
 
 __all__ = [
     "NET_STEPS", "SERIAL_TYPES", "BrokerPatch", "NetBuilder", "NetEffect", "NotComposable", "PackedNet", "PartitionChange",
-    "compose", "semantics_mismatch",
+    "compose", "not_composed", "semantics_mismatch",
 ]
 
 
@@ -174,6 +183,66 @@ class BrokerPatch:
 _Part = PartitionRegistration | PartitionChange
 _Broker = BrokerRegistration | BrokerPatch | None
 
+# A partition as the builder accumulates it (module rules: one list per partition, changed in
+# place): PART_FIELDS order, then whether it is set (a PartitionRecord in the range: the fields
+# are values) or a change of a base partition (None: unchanged; leader_epoch and
+# partition_epoch count the records that bump them, as PartitionChange's leader_bumps and count).
+_Acc = list[Any]
+_SET = 10  # the flag's place
+_LEADER, _RECOVERY, _LEADER_EPOCH, _PARTITION_EPOCH = 4, 5, 6, 7
+
+
+def _set_acc(d: Any) -> _Acc:
+    """A PartitionRecord's accumulator: PartitionRegistration.from_record's values."""
+    return [*part_values(PartitionRegistration.from_record(d)), True]
+
+
+def _change_acc() -> _Acc:
+    return [None, None, None, None, None, None, 0, 0, None, None, False]
+
+
+def _merge_into(a: _Acc, d: Any) -> None:
+    """PartitionChangeRecord d merged into accumulator a in place: ``PartitionRegistration.merge``
+    on a set partition, ``PartitionChange.then`` on a change (the same steps on either layout)."""
+    v = d.replicas
+    if v is not None:
+        a[0] = tuple(v)
+    v = d.isr
+    if v is not None:
+        a[1] = tuple(v)
+    v = d.removing_replicas
+    if v is not None:
+        a[2] = tuple(v)
+    v = d.adding_replicas
+    if v is not None:
+        a[3] = tuple(v)
+    v = d.leader
+    if v != NO_LEADER_CHANGE:
+        a[_LEADER] = v
+        a[_LEADER_EPOCH] += 1
+    v = d.leader_recovery_state
+    if v != NO_RECOVERY_STATE_CHANGE:
+        a[_RECOVERY] = v
+    a[_PARTITION_EPOCH] += 1
+    v = getattr(d, "eligible_leader_replicas", None)
+    if v is not None:
+        a[8] = tuple(v)
+    v = getattr(d, "last_known_elr", None)
+    if v is not None:
+        a[9] = tuple(v)
+
+
+def _part(a: _Acc) -> _Part:
+    """The accumulator as the NetEffect holds it."""
+    if a[_SET]:
+        return PartitionRegistration(*a[:_SET])
+    return PartitionChange(a[0], a[1], a[2], a[3], a[4], a[6], a[5], a[8], a[9], a[7])
+
+
+def _change_tuple(a: _Acc) -> tuple[Any, ...]:
+    """A change accumulator as ``change_values`` gives its PartitionChange."""
+    return (a[0], a[1], a[2], a[3], a[4], a[6], a[5], a[8], a[9], a[7])
+
 
 class _Topic:
     """A topic as the range knows it: ``created`` (in the range, after its last removal: parts
@@ -181,7 +250,7 @@ class _Topic:
 
     __slots__ = ("created", "name", "parts")
 
-    def __init__(self, created: bool, name: str | None, parts: dict[int, _Part]) -> None:
+    def __init__(self, created: bool, name: str | None, parts: dict[int, _Acc]) -> None:
         self.created, self.name, self.parts = created, name, parts
 
 
@@ -321,6 +390,11 @@ def _topics(net: PackedNet, image: PackedImage) -> dict[uuid.UUID, tuple[str, di
     return out
 
 
+# A topic the delta touches: created by it, its name, its parts, whether a partition missing from
+# them is in neither the image nor the delta (a topic the range or the delta created).
+_TopicEntry = tuple[bool, str | None, dict[int, _Acc], bool]
+
+
 class _DeltaNet:
     """One delta's pending changes, over what the range knows (mirrors image._Delta)."""
 
@@ -329,7 +403,7 @@ class _DeltaNet:
     def __init__(self, net: NetBuilder) -> None:
         self.net = net
         self.brokers: dict[int, _Broker] = {}
-        self.topics: dict[uuid.UUID, tuple[bool, str | None, dict[int, _Part]]] = {}
+        self.topics: dict[uuid.UUID, _TopicEntry] = {}
         self.removed: dict[uuid.UUID, None] = {}
         self.metadata_version: MetadataVersion | None = None
 
@@ -382,16 +456,24 @@ class _DeltaNet:
     # -- topics
 
     def _touchable(self, tid: uuid.UUID) -> None:
-        if tid in self.removed:
+        if self.removed and tid in self.removed:
             raise NotComposable(f"topic id {tid} is touched in the delta that removes it")
 
-    def _changed_topic(self, tid: uuid.UUID) -> dict[int, _Part]:
+    def _entry(self, tid: uuid.UUID, known: Any) -> _TopicEntry:
+        """The delta's entry of a topic it touches first (``known``: the range's, None: removed).
+        A topic of the range is changed in place (module rules: its own parts dict)."""
+        entry = (False, None, {}, False) if known is _UNKNOWN else (False, None, known.parts, known.created)
+        self.topics[tid] = entry
+        return entry
+
+    def _changed_topic(self, tid: uuid.UUID) -> dict[int, _Acc]:
         self._touchable(tid)
         entry = self.topics.get(tid)
         if entry is None:
-            if self.net.topics.get(tid, _UNKNOWN) is None:
+            known = self.net.topics.get(tid, _UNKNOWN)
+            if known is None:
                 raise NotComposable(f"no topic with id {tid}")
-            entry = self.topics[tid] = (False, None, {})
+            entry = self._entry(tid, known)
         return entry[2]
 
     def topic(self, d: Any) -> None:
@@ -399,38 +481,35 @@ class _DeltaNet:
         self._touchable(tid)
         if tid in self.topics or self.net.topics.get(tid) is not None:
             raise NotComposable(f"TopicRecord for topic id {tid}, which is live")
-        self.topics[tid] = (True, d.name, {})
+        self.topics[tid] = (True, d.name, {}, True)
 
     def partition(self, d: Any) -> None:
         if d.leader_recovery_state not in RECOVERY_STATES:
             raise NotComposable("unknown leaderRecoveryState")
-        self._changed_topic(d.topic_id)[d.partition_id] = PartitionRegistration.from_record(d)
+        self._changed_topic(d.topic_id)[d.partition_id] = _set_acc(d)
 
     def partition_change(self, d: Any) -> None:
+        """The hot path (445k of 550k records per 1M generated records): the topic id hashed once
+        per record once the delta has touched its topic, the partition changed in place."""
         tid, p = d.topic_id, d.partition_id
-        self._touchable(tid)
-        base: _Part | None
+        if self.removed and tid in self.removed:
+            raise NotComposable(f"topic id {tid} is touched in the delta that removes it")
         entry = self.topics.get(tid)
-        parts = None if entry is None else entry[2]
-        if parts is not None and p in parts:
-            base = parts[p]
-        elif entry is not None and entry[0]:
-            base = None
-        else:
+        if entry is None:
             known = self.net.topics.get(tid, _UNKNOWN)
-            if known is _UNKNOWN:
-                base = NO_CHANGE
-            elif known is None:
-                base = None
-            else:
-                base = known.parts.get(p, None if known.created else NO_CHANGE)
-        if base is None:
-            raise NotComposable(f"partition {p} of topic id {tid} is in neither the image nor this delta")
-        if d.leader_recovery_state != NO_RECOVERY_STATE_CHANGE and d.leader_recovery_state not in RECOVERY_STATES:
+            if known is None:
+                raise NotComposable(f"partition {p} of topic id {tid} is in neither the image nor this delta")
+            entry = self._entry(tid, known)
+        parts = entry[2]
+        acc = parts.get(p)
+        if acc is None:
+            if entry[3]:  # the range (or this delta) created the topic: it knows every partition
+                raise NotComposable(f"partition {p} of topic id {tid} is in neither the image nor this delta")
+            acc = parts[p] = _change_acc()
+        lrs = d.leader_recovery_state
+        if lrs != NO_RECOVERY_STATE_CHANGE and lrs not in RECOVERY_STATES:
             raise NotComposable("unknown leaderRecoveryState")
-        if parts is None:  # the topic's first change in this delta (the id hashed once per lookup: 286k changes per 1M records)
-            parts = self._changed_topic(tid)
-        parts[p] = base.then(d) if isinstance(base, PartitionChange) else base.merge(d)
+        _merge_into(acc, d)
 
     def remove_topic(self, d: Any) -> None:
         tid = d.topic_id
@@ -449,16 +528,25 @@ class _DeltaNet:
             self.metadata_version = mv
 
     def replay(self, records: Iterable[Any]) -> None:
+        steps, passed_over = NET_STEPS, PASSED_OVER
         for record in records:
             t = record.type
-            step = NET_STEPS.get(t)
+            step = _partition_change if t == rec.PARTITION_CHANGE_RECORD else steps.get(t)
             if step is not None:
                 try:
                     step(self, record.data)
                 except (AttributeError, TypeError, ValueError) as e:
                     raise NotComposable(f"malformed record data: {e}") from e
-            elif t not in PASSED_OVER:
-                raise NotComposable(f"record type {t} ({rec.RECORD_TYPE_NAMES.get(t, '?')}) is not composed")
+            elif t not in passed_over:
+                raise NotComposable(not_composed(t))
+
+
+def not_composed(record_type: int) -> str:
+    """The NotComposable message of a record type this module does not compose (SERIAL_TYPES)."""
+    return f"record type {record_type} ({rec.RECORD_TYPE_NAMES.get(record_type, '?')}) is not composed"
+
+
+_partition_change = _DeltaNet.partition_change
 
 
 def _nothing(delta: _DeltaNet, d: object) -> None:
@@ -557,7 +645,7 @@ class NetBuilder:
                 del self.live_names[known.name]
             self.topics[tid] = None
             self.topic_since.pop(tid, None)
-        for tid, (created, name, parts) in delta.topics.items():
+        for tid, (created, name, parts, _) in delta.topics.items():
             self.time += 1
             if created:
                 assert name is not None
@@ -569,17 +657,31 @@ class NetBuilder:
                 self.names_required.setdefault(name, self.time)
                 self.topics[tid] = _Topic(True, name, dict(parts))
                 self.topic_since[tid] = self.time
-                continue
-            known = self.topics.get(tid)
-            if known is None:
-                known = self.topics[tid] = _Topic(False, None, {})
-            known.parts.update(parts)
+            elif self.topics.get(tid) is None:  # first touched in the range: its parts are the delta's
+                self.topics[tid] = _Topic(False, None, parts)
+            # else: a topic of the range, changed in place (_DeltaNet._entry)
 
     def effect(self) -> NetEffect:
         return NetEffect(
             self.deltas, self.offset, self.epoch, self.metadata_version, dict(self.brokers),
             frozenset(self.broker_popped), dict(self.broker_since),
-            {tid: None if t is None else (t.created, t.name, t.parts) for tid, t in self.topics.items()},
+            {tid: None if t is None else (t.created, t.name, {p: _part(a) for p, a in t.parts.items()})
+             for tid, t in self.topics.items()},
             dict(self.topic_since), dict(self.base_removed), frozenset(self.absent_required),
             dict(self.names_required),
         )
+
+    def packed(self) -> PackedNet:
+        """``effect().pack()``, from the accumulators (no object per partition)."""
+        topics: dict[uuid.UUID, PackedTopic | None] = {}
+        for tid, t in self.topics.items():
+            if t is None:
+                topics[tid] = None
+                continue
+            parts = t.parts
+            sets = {p: tuple(a[:_SET]) for p, a in parts.items() if a[_SET]}
+            changed = {p: _change_tuple(a) for p, a in parts.items() if not a[_SET]}
+            topics[tid] = (t.created, t.name, sets, changed)
+        return PackedNet(self.deltas, self.offset, self.epoch, self.metadata_version, dict(self.brokers),
+                         frozenset(self.broker_popped), dict(self.broker_since), topics, dict(self.topic_since),
+                         dict(self.base_removed), frozenset(self.absent_required), dict(self.names_required))

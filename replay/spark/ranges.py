@@ -21,7 +21,7 @@ Rules of this module (the design: issue 13; the serial plan it stands in for: sp
   (``net_effect.compose`` on packed values, exact by construction; its cost is what the image
   holds, per unit: a new dict per touched topic, a tuple per touched partition, no object).
 - Memory on the driver is bounded by the image, not by the log: the range reports (their net
-  effects packed: ``NetEffect.pack``) are kept on disk by Spark (DISK_ONLY) and read here one at
+  effects packed: ``NetBuilder.packed``) are kept on disk by Spark (DISK_ONLY) and read here one at
   a time (``toLocalIterator``), and each unit's packed image is broadcast (written to a file) as
   soon as it is composed, so the driver holds one image, the next and two net effects at a time:
   the iterator fetches the next report while the driver composes (``prefetchPartitions``; each
@@ -53,7 +53,7 @@ from ctrlbatch.common.tuning import worker_task
 
 from ..image.deltas import group_deltas
 from ..image.image import EMPTY_IMAGE
-from ..image.net_effect import NetBuilder, NotComposable, PackedNet, compose
+from ..image.net_effect import SERIAL_TYPES, NetBuilder, NotComposable, PackedNet, compose, not_composed
 from ..image.packed_image import PackedImage, pack_image, unpack_image
 from ..log.reading import TEXT_KINDS, EpochCheck, Position, ReadFrom
 from ..log.records import ABORT_TRANSACTION_RECORD, BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, LogBatch
@@ -131,7 +131,7 @@ class RangeReport:
     """What a phase-1 task found in its range (module rules); ``problem`` set: plan serially."""
 
     index: int
-    net: PackedNet | None  # NetEffect.pack(): plain values pickle and compose fast
+    net: PackedNet | None  # NetBuilder.packed(): plain values pickle and compose fast
     first: LogBatch | None  # the range's first batch, records dropped
     ended_at: Position | None
     next_offset: int
@@ -178,10 +178,12 @@ def _kept(batches: Iterable[LogBatch], into: list[LogBatch]) -> Iterator[LogBatc
 
 
 def range_report(source: HistorySource, index: int, begin: Position, stop: Position | None,
-                 history: History | None = None, kept: list[LogBatch] | None = None) -> RangeReport:
+                 history: History | None = None, kept: list[LogBatch] | None = None, net: bool = True) -> RangeReport:
     """Phase 1 of one range: read it, fold its deltas into a net effect (never raises on input).
     ``history``: ``source`` already opened (its ``stats`` count the read); ``kept``: a list the
-    batches read are appended to (spark/onepass.py replays them)."""
+    batches read are appended to (spark/onepass.py replays them); ``net`` False: no net effect
+    (the report's ``net`` is None), only a record type of ``SERIAL_TYPES`` is refused as the
+    builder refuses it (the one pass's last range: spark/onepass.py's rules)."""
     began = time.monotonic()
     if history is None:
         history = source.open()
@@ -190,16 +192,23 @@ def range_report(source: HistorySource, index: int, begin: Position, stop: Posit
     builder = NetBuilder()
     problem = None
     try:
-        for delta in group_deltas(watch, 1):
-            builder.add(delta.records, delta.last_offset, delta.epoch)
+        if net:
+            for delta in group_deltas(watch, 1):
+                builder.add(delta.records, delta.last_offset, delta.epoch)
+        else:
+            serial = SERIAL_TYPES
+            for delta in group_deltas(watch, 1):
+                for r in delta.records:
+                    if r.type in serial:
+                        raise NotComposable(not_composed(r.type))
     except (CommandError, NotComposable, OSError) as e:  # the serial plan then raises it exactly
         problem = f"{type(e).__name__}: {e}"
     if problem is not None:
         return RangeReport(index, None, None, None, -1, -1, None, False, time.monotonic() - began, problem)
     end = reader.resume()
     expected = reader.offsets.expected if reader.offsets is not None else -1
-    return RangeReport(index, builder.effect().pack(), watch.first, end.at, expected, reader.epochs.epoch, watch.leader,
-                       watch.open, time.monotonic() - began)
+    return RangeReport(index, builder.packed() if net else None, watch.first, end.at, expected, reader.epochs.epoch,
+                       watch.leader, watch.open, time.monotonic() - began)
 
 
 def continuity_problem(before: RangeReport, report: RangeReport, begin: Position) -> str | None:
