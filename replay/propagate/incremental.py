@@ -62,6 +62,12 @@ Rules of this module:
   keeping each partition's LeaderAndIsr state and bytes across sends (keyed by its leadership
   and registration objects) was tried and measured no gain on /tmp/prof200k (small deltas
   change the partitions they send; a changed broker's deltas spend their time elsewhere).
+- Hot paths: the plan's maps are sorted as (topic, partition, tp, value) tuples (``_by_partition``;
+  the pair is unique among a map's keys, so nothing further is compared) instead of with a key
+  function called per item; an UpdateMetadata state of a partition with a LeaderAndIsr entry
+  reads the entry's ``found``, which is the context's registration of it (both come from the
+  same image: propagator._delta_plans / _image_plans look it up by name and partition as
+  channel_context does), instead of calling ``ctx.partition_registration``.
 """
 
 from __future__ import annotations
@@ -120,6 +126,13 @@ def _key(item: tuple[TopicPartition, Any]) -> tuple[str, int]:
     return _tp_key(item[0])
 
 
+def _by_partition(plan_map: Mapping[TopicPartition, Any]) -> list[tuple[str, int, TopicPartition, Any]]:
+    """``plan_map``'s items sorted by (topic, partition) without a Python call per item: each is
+    decorated with its (topic, partition), unique among the keys, so the sort never compares
+    further (module rules)."""
+    return sorted([(tp.topic, tp.partition, tp, v) for tp, v in plan_map.items()])
+
+
 _nodes_kept: list[tuple[object, str, dict[int, list[tuple[int, LeaderAndIsrLiveLeader]]]]] = []
 
 
@@ -160,7 +173,7 @@ def _sends(
     update_type = int(UpdateType(plan.update_type))
     live_ids = ctx.live_or_shutting_down_broker_ids
     epochs = ctx.live_broker_id_and_epochs
-    lisr = sorted(plan.lisr.items(), key=_key)
+    lisr = _by_partition(plan.lisr)
     if lisr:
         _leader_and_isr(out, lisr, ctx, mv, controller_id, header_epoch, listener, update_type, sizes_only)
     _update_metadata(out, plan, ctx, mv, controller_id, header_epoch, update_type, sizes_only)
@@ -184,18 +197,18 @@ def _sends(
 
 
 def _leader_and_isr(
-    out: list[Lean], lisr: list[tuple[TopicPartition, Any]], ctx: MigrationControllerChannelContext,
+    out: list[Lean], lisr: list[tuple[str, int, TopicPartition, Any]], ctx: MigrationControllerChannelContext,
     mv: MetadataVersion, controller_id: int, header_epoch: int, listener: str, update_type: int,
     sizes_only: bool = False,
 ) -> None:
     version = leader_and_isr_version(mv)
     gate = mv.is_at_least(LEADER_RECOVERY_STATE_SINCE)
     per_broker: dict[int, list[LeaderAndIsrPartitionState]] = {}
-    for tp, entry in lisr:
+    for topic, partition, _, entry in lisr:
         lead = entry.found  # the leadership's fields, read from its registration (module rules)
         reg = entry.reg
         state = make_lair_state(
-            tp.topic, tp.partition, entry.epoch, lead.leader, lead.leader_epoch, lead.isr, lead.partition_epoch,
+            topic, partition, entry.epoch, lead.leader, lead.leader_epoch, lead.isr, lead.partition_epoch,
             reg.replicas, reg.adding_replicas, reg.removing_replicas, True,
             lead.leader_recovery_state if gate else 0,
         )
@@ -250,17 +263,18 @@ def _update_metadata(
     epoch = ctx.kraft_epoch
     live = ctx.live_broker_id_and_epochs
     states: list[UpdateMetadataPartitionState] = []
-    for tp, explicit in sorted(plan.umr.items(), key=_key):
+    for topic, partition, tp, explicit in _by_partition(plan.umr):
         state = None
-        if explicit is None or tp in lisr:
-            p = registration(tp)
-            if p is not None:  # without leadership the batch skips it (CCM:466-486)
-                # umr_state_from_view(tp, ctx.update_metadata_view(tp)), read from the registration
-                # (module rules); never queued for deletion: the partition's topic is in the image
-                state = make_umr_state(
-                    tp.topic, tp.partition, epoch, p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.replicas,
-                    tuple([r for r in p.replicas if r not in live]),
-                )
+        entry = lisr.get(tp)
+        # the context's registration of tp: a LeaderAndIsr entry's ``found`` is it (module rules)
+        p = entry.found if entry is not None else registration(tp) if explicit is None else None
+        if p is not None:  # without leadership the batch skips it (CCM:466-486)
+            # umr_state_from_view(tp, ctx.update_metadata_view(tp)), read from the registration
+            # (module rules); never queued for deletion: the partition's topic is in the image
+            state = make_umr_state(
+                topic, partition, epoch, p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.replicas,
+                tuple([r for r in p.replicas if r not in live]),
+            )
         if state is None and explicit is not None:
             state = _explicit(tp, explicit)
         if state is not None:
