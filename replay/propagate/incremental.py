@@ -62,9 +62,10 @@ Rules of this module:
   keeping each partition's LeaderAndIsr state and bytes across sends (keyed by its leadership
   and registration objects) was tried and measured no gain on /tmp/prof200k (small deltas
   change the partitions they send; a changed broker's deltas spend their time elsewhere).
-- Hot paths: the plan's maps are sorted as (topic, partition, tp, value) tuples (``_by_partition``;
-  the pair is unique among a map's keys, so nothing further is compared) instead of with a key
-  function called per item; an UpdateMetadata state of a partition with a LeaderAndIsr entry
+- Hot paths: the plan's maps are keyed by (topic, partition) tuples (propagator's rules) and
+  sorted as they are (``_by_partition``: the keys are unique, so no value is compared), no key
+  function called per item; a TopicPartition is made only to ask the context (a StopReplica's
+  leader epoch, a partition without a LeaderAndIsr entry); an UpdateMetadata state of a partition with a LeaderAndIsr entry
   reads the entry's ``found``, which is the context's registration of it (both come from the
   same image: propagator._delta_plans / _image_plans look it up by name and partition as
   channel_context does), instead of calling ``ctx.partition_registration``.
@@ -113,7 +114,6 @@ from .channel_context import MigrationControllerChannelContext
 
 __all__ = ["Lean", "incremental_sends"]
 
-_tp_key = operator.attrgetter("topic", "partition")
 _topic_of = operator.attrgetter("topic_name")
 _leader_of = operator.attrgetter("leader")
 _first = operator.itemgetter(0)
@@ -122,15 +122,10 @@ Lean = tuple[int, OutboundRequest]
 """A send as (broker, request); the propagator marks it dropped or not."""
 
 
-def _key(item: tuple[TopicPartition, Any]) -> tuple[str, int]:
-    return _tp_key(item[0])
-
-
-def _by_partition(plan_map: Mapping[TopicPartition, Any]) -> list[tuple[str, int, TopicPartition, Any]]:
-    """``plan_map``'s items sorted by (topic, partition) without a Python call per item: each is
-    decorated with its (topic, partition), unique among the keys, so the sort never compares
-    further (module rules)."""
-    return sorted([(tp.topic, tp.partition, tp, v) for tp, v in plan_map.items()])
+def _by_partition(plan_map: Mapping[tuple[str, int], Any]) -> list[tuple[tuple[str, int], Any]]:
+    """``plan_map``'s items sorted by their (topic, partition) keys: unique, so the sort never
+    compares the values (module rules)."""
+    return sorted(plan_map.items())
 
 
 _nodes_kept: list[tuple[object, str, dict[int, list[tuple[int, LeaderAndIsrLiveLeader]]]]] = []
@@ -181,11 +176,11 @@ def _sends(
         version = stop_replica_version(mv)
         epoch_offset = body_layout(StopReplicaRequest, version).epoch_offset
         stops: dict[int, dict[str, list[StopReplicaPartitionState]]] = {}
-        for tp, brokers in sorted(plan.stop.items(), key=_key):
-            state = StopReplicaPartitionState(tp.partition, ctx.leader_epoch(tp), True)
+        for (topic, partition), brokers in _by_partition(plan.stop):
+            state = StopReplicaPartitionState(partition, ctx.leader_epoch(TopicPartition(topic, partition)), True)
             for b in brokers:
                 if b >= 0:
-                    stops.setdefault(b, {}).setdefault(tp.topic, []).append(state)
+                    stops.setdefault(b, {}).setdefault(topic, []).append(state)
         for b in sorted(stops):
             if b in live_ids:
                 builder = StopReplicaBuilder(
@@ -197,14 +192,14 @@ def _sends(
 
 
 def _leader_and_isr(
-    out: list[Lean], lisr: list[tuple[str, int, TopicPartition, Any]], ctx: MigrationControllerChannelContext,
+    out: list[Lean], lisr: list[tuple[tuple[str, int], Any]], ctx: MigrationControllerChannelContext,
     mv: MetadataVersion, controller_id: int, header_epoch: int, listener: str, update_type: int,
     sizes_only: bool = False,
 ) -> None:
     version = leader_and_isr_version(mv)
     gate = mv.is_at_least(LEADER_RECOVERY_STATE_SINCE)
     per_broker: dict[int, list[LeaderAndIsrPartitionState]] = {}
-    for topic, partition, _, entry in lisr:
+    for (topic, partition), entry in lisr:
         lead = entry.found  # the leadership's fields, read from its registration (module rules)
         reg = entry.reg
         state = make_lair_state(
@@ -263,11 +258,13 @@ def _update_metadata(
     epoch = ctx.kraft_epoch
     live = ctx.live_broker_id_and_epochs
     states: list[UpdateMetadataPartitionState] = []
-    for topic, partition, tp, explicit in _by_partition(plan.umr):
+    for tp, explicit in _by_partition(plan.umr):
+        topic, partition = tp
         state = None
         entry = lisr.get(tp)
         # the context's registration of tp: a LeaderAndIsr entry's ``found`` is it (module rules)
-        p = entry.found if entry is not None else registration(tp) if explicit is None else None
+        p = (entry.found if entry is not None
+             else registration(TopicPartition(topic, partition)) if explicit is None else None)
         if p is not None:  # without leadership the batch skips it (CCM:466-486)
             # umr_state_from_view(tp, ctx.update_metadata_view(tp)), read from the registration
             # (module rules); never queued for deletion: the partition's topic is in the image
@@ -276,7 +273,7 @@ def _update_metadata(
                 tuple([r for r in p.replicas if r not in live]),
             )
         if state is None and explicit is not None:
-            state = _explicit(tp, explicit)
+            state = _explicit(topic, partition, explicit)
         if state is not None:
             states.append(state)
     version = update_metadata_version(mv)
@@ -293,10 +290,10 @@ def _update_metadata(
         out.append((b, OutboundRequest(builder, epochs[b], body)))
 
 
-def _explicit(tp: TopicPartition, kw: Mapping[str, Any]) -> UpdateMetadataPartitionState:
+def _explicit(topic: str, partition: int, kw: Mapping[str, Any]) -> UpdateMetadataPartitionState:
     """add_update_metadata_request_for_brokers_with_state's state (CCM:492-513)."""
     return make_umr_state(  # type: ignore[no-any-return]
-        tp.topic, tp.partition, kw["controller_epoch"], kw["leader"], kw["leader_epoch"], int_tuple(kw["isr"], "isr"),
+        topic, partition, kw["controller_epoch"], kw["leader"], kw["leader_epoch"], int_tuple(kw["isr"], "isr"),
         kw["partition_epoch"], int_tuple(kw["replicas"], "replicas"),
         int_tuple(kw["offline_replicas"], "offline_replicas"),
     )
