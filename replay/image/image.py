@@ -60,7 +60,10 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
   than through ``_partition`` then ``_changed_topic`` (a topic id's hash is uuid.UUID.__hash__,
   Python code); ``apply`` builds a changed topic's "before" map with ``dict(zip(parts,
   map(before.get, parts)))`` (C) instead of a dict comprehension, ``dict.fromkeys`` when the
-  image has no such topic.
+  image has no such topic. Measured with propagator's and incremental's first hot paths
+  (commit 1ae1bb8): 26.504 G -> 26.354 G instructions (cachegrind) decoding, folding and
+  propagating the 100k-record default log, sizes only; uuid.UUID.__hash__ calls of the
+  1M-record replay 7.65M -> 6.06M.
 - A *partial* image (all brokers, features, only some topics) is allowed wherever the topics a
   delta touches are present: see ``_touched_topics`` / ``_needs_full_image`` in propagator.py.
 Not kept (no field of LeaderAndIsr v7, UpdateMetadata v8 or StopReplica v4 uses them):

@@ -68,7 +68,9 @@ Rules of this module:
   leader epoch, a partition without a LeaderAndIsr entry); an UpdateMetadata state of a partition with a LeaderAndIsr entry
   reads the entry's ``found``, which is the context's registration of it (both come from the
   same image: propagator._delta_plans / _image_plans look it up by name and partition as
-  channel_context does), instead of calling ``ctx.partition_registration``.
+  channel_context does), instead of calling ``ctx.partition_registration``. Figures: with the
+  fold's and the propagator's (commits 1ae1bb8, c0581ff; cachegrind instructions, 100k-record
+  default log): 26.504 G -> 26.354 G sizes only, then 60.471 G -> 59.865 G with sha256.
 """
 
 from __future__ import annotations
