@@ -55,6 +55,15 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
   the method takes that class. The decoder picks the class by the same type id.
 - ``_Delta`` owns its state: ``replay`` sets the touched flags of the sub-deltas a record
   creates, ``apply`` reads them.
+- Hot paths (the fold runs once per delta in both engines and is the sizes-only floor):
+  ``partition_change`` looks its topic up once per map (the delta's, then the image's) rather
+  than through ``_partition`` then ``_changed_topic`` (a topic id's hash is uuid.UUID.__hash__,
+  Python code); ``apply`` builds a changed topic's "before" map with ``dict(zip(parts,
+  map(before.get, parts)))`` (C) instead of a dict comprehension, ``dict.fromkeys`` when the
+  image has no such topic. Measured with propagator's and incremental's first hot paths
+  (commit 1ae1bb8): 26.504 G -> 26.354 G instructions (cachegrind) decoding, folding and
+  propagating the 100k-record default log, sizes only; uuid.UUID.__hash__ calls of the
+  1M-record replay 7.65M -> 6.06M.
 - A *partial* image (all brokers, features, only some topics) is allowed wherever the topics a
   delta touches are present: see ``_touched_topics`` / ``_needs_full_image`` in propagator.py.
 Not kept (no field of LeaderAndIsr v7, UpdateMetadata v8 or StopReplica v4 uses them):
@@ -450,14 +459,28 @@ class _Delta:
         self._changed_topic(record, d.topic_id)[d.partition_id] = PartitionRegistration.from_record(d)
 
     def partition_change(self, record: MetadataRecord, d: PartitionChangeRecord) -> None:
-        base = self._partition(d.topic_id, d.partition_id)
-        if base is None:
-            raise MetadataReplayError(
-                record, f"partition {d.partition_id} of topic id {d.topic_id} is in neither the image nor this delta"
-            )
+        # _partition then _changed_topic, inlined with one look-up of the topic per map (the hot
+        # record: module rules, "Hot paths")
+        tid, pid = d.topic_id, d.partition_id
+        entry = self.topics.get(tid)
+        if entry is not None and pid in entry[1]:
+            parts = entry[1]
+            base = parts[pid]
+        else:
+            topic = self.image.topics.get(tid)
+            found = None if topic is None or tid in self.created else topic.partitions.get(pid)
+            if found is None:
+                raise MetadataReplayError(
+                    record, f"partition {pid} of topic id {tid} is in neither the image nor this delta"
+                )
+            base = found
+            if entry is None:
+                assert topic is not None
+                entry = self.topics[tid] = (topic.name, {})
+            parts = entry[1]
         if d.leader_recovery_state != NO_RECOVERY_STATE_CHANGE:
             _check_recovery_state(record, d.leader_recovery_state)
-        self._changed_topic(record, d.topic_id)[d.partition_id] = base.merge(d)
+        parts[pid] = base.merge(d)
 
     def remove_topic(self, record: MetadataRecord, d: RemoveTopicRecord) -> None:
         tid = d.topic_id
@@ -567,19 +590,24 @@ class _Delta:
                 del new_topics[tid]
                 assert new_names is not None
                 new_names.pop(old.name, None)
+            created = self.created
+            old_topics = image.topics
             for tid, (name, parts) in self.topics.items():
-                base = image.topics.get(tid)
-                before: Mapping[int, PartitionRegistration] = {} if base is None else base.partitions
-                merged = {} if tid in self.created else dict(before)  # TsD:71-76: a TopicRecord starts empty
-                merged.update(parts)
+                base = old_topics.get(tid)
+                is_new = tid in created
+                if base is None:
+                    merged = dict(parts)
+                    previous: dict[int, PartitionRegistration | None] = dict.fromkeys(parts)
+                else:
+                    before = base.partitions
+                    merged = dict(parts) if is_new else {**before, **parts}  # TsD:71-76: a TopicRecord starts empty
+                    previous = dict(zip(parts, map(before.get, parts), strict=True))
                 new_topics[tid] = TopicImage(tid, name, merged)
                 if (names if new_names is None else new_names).get(name) != tid:
                     if new_names is None:
                         new_names = dict(names)
                     new_names[name] = tid
-                changed[tid] = TopicChange(
-                    tid, name, tid in self.created, parts, {p: before.get(p) for p in parts}
-                )
+                changed[tid] = TopicChange(tid, name, is_new, parts, previous)
             topics = new_topics
             if new_names is not None:
                 names = new_names

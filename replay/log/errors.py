@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
+from collections.abc import Callable
 from typing import Any, Literal
 
 import attrs
@@ -42,6 +43,11 @@ class BatchTrail:
 
     def see(self, batch: Any) -> None:
         self._recent.append((batch.base_offset, batch.last_offset, batch.source, batch.position))
+
+    def appender(self) -> Callable[[tuple[int, int, str, int]], None]:
+        """The window's append, for a loop that makes see()'s (base_offset, last_offset, source,
+        position) tuple itself: no Python call per batch (engine/skeleton.py's counted)."""
+        return self._recent.append
 
     def where(self, offset: int | None) -> str | None:
         """'<file>, byte offset N (the batch of offsets a-b)' for the batch holding offset, or

@@ -282,7 +282,7 @@ class LogReader:
             if offsets is not None and batch.base_offset == offsets.expected:
                 e = batch.epoch
                 if e >= 0 and e == epochs.epoch and batch.base_offset >= start:
-                    offsets.expected, offsets.corrupt = batch.last_offset + 1, stats.corrupt_count
+                    offsets.expected, offsets.corrupt = batch.last_offset + 1, stats.corrupt.total  # corrupt_count, no call
                     count_batch(stats, batch)
                     yield batch
                     continue
@@ -298,7 +298,7 @@ class LogReader:
         offsets, epochs, stats = self.offsets, self.epochs, self.stats
         if offsets is not None:
             if batch.base_offset == offsets.expected:
-                offsets.expected, offsets.corrupt = batch.last_offset + 1, stats.corrupt_count
+                offsets.expected, offsets.corrupt = batch.last_offset + 1, stats.corrupt.total  # corrupt_count, no call
             elif not offsets.see(batch, span):
                 return None
         e = batch.epoch

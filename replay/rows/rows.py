@@ -31,7 +31,13 @@ Rules:
   sha256 nullable: each option always writes its one schema (``request_schema``). Frames cannot
   be kept: there are none (expand_* refuse with_frames).
 - Row making is on the hot path of both engines: benchmarks/rows_bench.py holds it to at least
-  the speed of the per-send encoder it replaced (results/rows_bench.json).
+  the speed of the per-send encoder it replaced (results/rows_bench.json). Per group, not per
+  column or row: ``expand_columns`` keeps each group's shared values as one tuple per row
+  (``_shared_values``, _row_base's values without the dict) and transposes them when a chunk
+  is yielded (zip(*rows), in C), hashes a group of several rows in one call
+  (FrameEncoder.sha256s; a one-row group, most of them, calls sha256), and ``_group`` makes a
+  one-send group's broker and epoch tuples without a list. tests/replay/test_rows_columns.py
+  compares them with expand_rows (any column subset and order, sized and encoded groups).
 """
 
 from __future__ import annotations
@@ -168,7 +174,8 @@ def _group(delta: Any, sends: list[Send], first_offset: int, cause: str) -> Send
         delta.last_offset, delta.timestamp, api_key, version, controller_id, builder.controller_epoch,
         None if since is None or version < since else int(builder.update_type), _PARTITIONS[api_key](builder),
         size, data, shared.epoch_offset,
-        tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends]), first_offset, cause,
+        *((sends[0].broker,), (req.broker_epoch,)) if len(sends) == 1 else  # most groups: no list made
+        (tuple([s.broker for s in sends]), tuple([s.request.broker_epoch for s in sends])), first_offset, cause,
     )
 
 
@@ -212,6 +219,20 @@ def _row_base(group: SendGroup) -> dict[str, Any]:
     }
 
 
+def _shared_values(group: SendGroup) -> tuple[Any, ...]:
+    """_row_base(group)'s values of the _SHARED columns, in that order, without the dict (tests
+    compare the two on every group of the real sample and generated logs)."""
+    return (
+        group.timestamp, group.api_key, API_NAMES[group.api_key], group.api_version, group.controller_id,
+        group.controller_epoch,
+        None if group.update_type is None else UPDATE_TYPE_NAMES.get(group.update_type, "UNKNOWN"),
+        group.partitions, group.size, group.first_offset, group.delta, group.cause,
+    )
+
+
+_SHARED = tuple(n for n in REQUEST_SCHEMA.names if n not in _EXPANDED)
+
+
 def expand_columns(
     groups: Iterable[SendGroup], next_seq: dict[int, int], with_frames: bool, names: Iterable[str] = REQUEST_SCHEMA.names,
 ) -> Iterator[dict[str, list[Any]]]:
@@ -222,16 +243,26 @@ def expand_columns(
     if unknown:
         raise ValueError(f"names: not columns of REQUEST_SCHEMA: {unknown}")
     shared = [n for n in names if n not in _EXPANDED]
+    # Each group's shared values are kept as one tuple per row and turned into columns when a
+    # chunk is yielded (zip(*rows), in C): not one append per column per group (module rules).
+    at = [_SHARED.index(n) for n in shared]
+    rows: list[tuple[Any, ...]] = []
+
+    def chunk() -> dict[str, list[Any]]:
+        by_column = list(zip(*rows, strict=True))
+        for name, i in zip(shared, at, strict=True):
+            columns[name] = list(by_column[i]) if by_column else []
+        rows.clear()
+        return columns
+
     columns: dict[str, list[Any]] = {n: [] for n in names}
     for group in groups:
         n = len(group.brokers)
-        values = _row_base(group)
+        values = _shared_values(group)
         if n == 1:  # most groups (every LeaderAndIsr body is one broker's)
-            for name in shared:
-                columns[name].append(values[name])
+            rows.append(values)
         else:
-            for name in shared:
-                columns[name].extend([values[name]] * n)
+            rows.extend([values] * n)
         brokers, seqs, hashes, kept = columns["broker"], columns["seq"], columns["sha256"], columns["frame"]
         if group.data is None:  # sized only: no digest, no frame
             if with_frames:
@@ -244,22 +275,40 @@ def expand_columns(
             hashes.extend([None] * n)
             kept.extend([None] * n)
             if len(brokers) >= ROWS_PER_CHUNK:
-                yield columns
+                yield chunk()
                 columns = {n: [] for n in names}
             continue
         frames = group.frames()
-        for broker, epoch in zip(group.brokers, group.broker_epochs, strict=True):
+        if n == 1:  # most groups: a call of sha256s costs more than it saves for one row
+            broker = group.brokers[0]
             seq = next_seq.get(broker, 0)
             next_seq[broker] = seq + 1
             brokers.append(broker)
             seqs.append(seq)
+            epoch = group.broker_epochs[0]
             hashes.append(frames.sha256(seq, epoch))
             kept.append(frames.frame(seq, epoch) if with_frames else None)
+            if len(brokers) >= ROWS_PER_CHUNK:
+                yield chunk()
+                columns = {n: [] for n in names}
+            continue
+        numbered: list[int] = []
+        for broker in group.brokers:
+            seq = next_seq.get(broker, 0)
+            next_seq[broker] = seq + 1
+            numbered.append(seq)
+        brokers.extend(group.brokers)
+        seqs.extend(numbered)
+        hashes.extend(frames.sha256s(numbered, group.broker_epochs))  # one call per group (frames.py)
+        if with_frames:
+            kept.extend([frames.frame(seq, e) for seq, e in zip(numbered, group.broker_epochs, strict=True)])
+        else:
+            kept.extend([None] * n)
         if len(brokers) >= ROWS_PER_CHUNK:
-            yield columns
+            yield chunk()
             columns = {n: [] for n in names}
     if columns["broker"]:
-        yield columns
+        yield chunk()
 
 
 def expand_rows(groups: Iterable[SendGroup], next_seq: dict[int, int], with_frames: bool) -> Iterator[dict[str, Any]]:

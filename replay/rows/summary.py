@@ -162,6 +162,18 @@ class ReplaySummary:
 
     def count_batch(self, batch: Any) -> None:
         """The records of one LogBatch (data or control)."""
+        noops = batch.noops
+        if noops and not batch.records and not batch.control:  # NoOps only: half of a log's batches, counted inline
+            size = batch.size
+            self.log_batches += 1
+            if size:
+                self.log_bytes += size
+            else:
+                self.unsized_batches += 1
+            self.noop_batches += 1
+            self.noop_bytes += size
+            self.records_by_type["NO_OP_RECORD"] += noops
+            return
         counts = self.records_by_type
         self.log_batches += 1
         if batch.size:

@@ -3,14 +3,18 @@ expand_rows gives, in any chunking, column order and with or without frames (hyp
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctrlbatch.replay.rows import rows as rows_module
 from ctrlbatch.replay.rows.rows import REQUEST_SCHEMA, SendGroup, expand_columns, expand_rows
+
+_PER_BROKER = ["broker", "seq", "sha256", "frame"]  # expand_columns needs them (one value per row)
 
 
 @st.composite
@@ -52,3 +56,39 @@ def test_columns_are_the_rows(
 def test_an_unknown_column_name_is_refused() -> None:
     with pytest.raises(ValueError, match="not columns of REQUEST_SCHEMA"):
         list(expand_columns([], {}, False, ["delta_last_offset", "nope"]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(send_group(), max_size=12), st.booleans(), st.integers(1, 7),
+    st.lists(st.sampled_from([n for n in REQUEST_SCHEMA.names if n not in _PER_BROKER]), unique=True),
+    st.booleans(), st.data(),
+)
+def test_columns_of_any_subset_and_sized_groups_are_the_rows(
+    groups: list[SendGroup], with_frames: bool, chunk: int, shared: list[str], sized: bool, data: st.DataObject,
+) -> None:
+    """Chunks transpose each group's shared values (rows.py's hot path): any subset of the
+    shared columns (none, one, all) beside the per-broker ones, in any order, sized groups (no
+    data) among encoded ones, keep the rows' values."""
+    names = data.draw(st.permutations([*shared, *_PER_BROKER]))
+    if sized:
+        groups = [attrs.evolve(g, data=None, epoch_offset=None) if i % 2 else g for i, g in enumerate(groups)]
+        with_frames = False
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rows_module, "ROWS_PER_CHUNK", chunk)
+        rows = list(expand_rows(groups, {}, with_frames))
+        chunks = list(expand_columns(groups, {}, with_frames, names))
+    got: list[dict[str, Any]] = []
+    for c in chunks:
+        assert list(c) == names and len({len(v) for v in c.values()}) == 1
+        got += [dict(zip(names, values, strict=True)) for values in zip(*c.values(), strict=True)]
+    assert got == [{n: r[n] for n in names} for r in rows]
+
+
+@settings(max_examples=60, deadline=None)
+@given(send_group(), st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=6))
+def test_sha256s_is_sha256_per_row(group: SendGroup, seqs: list[int]) -> None:
+    frames = group.frames()
+    epochs = [(s * 7919) % 2**40 for s in seqs]
+    assert frames.sha256s(seqs, epochs) == [frames.sha256(s, e) for s, e in zip(seqs, epochs, strict=True)]
+    assert frames.sha256s(seqs, epochs) == [hashlib.sha256(frames.frame(s, e)).hexdigest() for s, e in zip(seqs, epochs, strict=True)]
