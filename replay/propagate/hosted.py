@@ -38,6 +38,11 @@ Rules of this module:
   what each Spark unit does once, from its unpacked image) 134 -> 44 ms CPU, the 10 large topics'
   34 -> 19 ms (A/B in one process, load 3.2 on 2 cores); over the 1M-record default log's 226
   broker deltas advance 0.77 -> 0.69 s and hosted 0.99 -> 0.71 s.
+- ``advance`` reads a changed partition's old registration from the delta's ``previous``
+  (apply_delta looked it up already) and tests deleted-and-changed only when a topic was deleted
+  (``keys().isdisjoint(dict)`` hashes every changed id even against no keys): no topic id hashed
+  per changed topic. cachegrind of a unit (the 1M default log's image at delta 250k, then 15k
+  deltas, sha256): 8.595 G -> 8.570 G instructions.
 """
 
 from __future__ import annotations
@@ -139,21 +144,23 @@ class HostedIndex:
         """Follow one delta from the image whose topics are ``before`` to ``after`` (its DeltaChanges)."""
         if after is before or self._topics is None:
             return
-        if self._topics is not before or not changes.deleted_topics.keys().isdisjoint(changes.changed_topics):
+        deleted = changes.deleted_topics
+        if self._topics is not before or (deleted and not deleted.keys().isdisjoint(changes.changed_topics)):
             self._topics = None
             return
-        for tid in changes.deleted_topics:
+        for tid in deleted:
             self._drop(tid.int)
         created: list[tuple[uuid.UUID, TopicImage]] = []
         for tid, change in changes.changed_topics.items():
-            old_topic = before.get(tid)
-            if change.created or old_topic is None:  # created (apply_delta starts it empty): indexed whole
+            if change.created:  # apply_delta starts it empty: indexed whole
                 self._drop(tid.int)
                 topic = after.get(tid)
                 if topic is not None:
                     created.append((tid, topic))
                 continue
-            get = old_topic.partitions.get
+            # the registrations before the delta (None: a new partition, or a topic ``before`` lacks,
+            # which the index then lacks too): apply_delta's own look-ups, no topic id hashed here
+            get = change.previous.get
             key = tid.int
             for p, reg in change.partitions.items():
                 new = reg.replicas
