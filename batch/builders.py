@@ -30,6 +30,10 @@ bytes; asking it for bytes is an error (tests/batch/test_sizes_only.py).
 Hot path: `encode_body` tells a LeaderAndIsrStates (no subclass, never registered) by its exact
 type, not isinstance: LazyStates is an ABC, whose isinstance runs a Python-level
 ABCMeta.__instancecheck__ on every body (197k LeaderAndIsr bodies in the 1M-record replay).
+`LeaderAndIsrBuilder.encode_body_from_runs`: the same body when the caller already holds the
+TopicStates array's pieces per topic, made with `lair_run_pieces` (the pieces encode_body
+uses: the state encoder, `_topic_head`, the count table, the tail); replay/propagate/incremental.py
+makes them topic by topic while it makes the states (66.026 G -> 65.640 G instructions, its rules).
 """
 
 from __future__ import annotations
@@ -267,6 +271,25 @@ def _topic_head_size(version: int, topic: str) -> int:
     layout = _lair_layout(version)
     empty = LeaderAndIsrTopicState(topic_name=topic, topic_id=ZERO_UUID)
     return layout.size_topic(empty) - layout.count_sizes[0] - len(layout.topic_tail)
+
+
+def lair_run_pieces(
+    version: int,
+) -> tuple[Callable[[LeaderAndIsrPartitionState], bytes], Callable[[str, dict[str, uuid.UUID]], bytes], Callable[[int], bytes], bytes]:
+    """What LeaderAndIsrBuilder.encode_body_from_runs's caller makes a topic's run of (v2+):
+    the state encoder, the topic head (name, id: ZERO_UUID without one), the count of n states,
+    the topic's tail; the pieces encode_body uses."""
+    layout = _lair_layout(version)
+    flexible = layout.body.flexible
+    counts = layout.counts
+
+    def head(topic: str, topic_ids: dict[str, uuid.UUID]) -> bytes:
+        return _topic_head(version, topic, topic_ids.get(topic, ZERO_UUID).int)
+
+    def count(n: int) -> bytes:
+        return counts[n] if n < _COUNTS else array_count(n, flexible)
+
+    return layout.encode_state, head, count, layout.topic_tail
 
 
 def _append_topic_runs(
@@ -527,6 +550,32 @@ class LeaderAndIsrBuilder:
                 leader = leader_bytes[id(node)] = enc_leader(node)
             ap(leader)
         ap(layout.topic_tail)  # the body's tagged-field count: no_tagged_fields, as a topic's
+        return b"".join(out)
+
+    def encode_body_from_runs(self, broker_epoch: int, runs: list[bytes], topics: int, parts: SendParts) -> bytes:
+        """encode_body(broker_epoch, parts) (v2+) with the TopicStates array's topics already
+        made by the caller (``runs``: per topic its head, the count of its states, their bytes
+        and the tail, from ``lair_run_pieces``; ``topics`` of them, in the states' order): the
+        same pieces joined, no pass over the states here."""
+        version = self.version
+        layout = _lair_layout(version)
+        flexible = layout.body.flexible
+        fixed = _lair_head(version, self.controller_id, self.kraft_controller, self.controller_epoch, self.update_type)
+        epoch_at = layout.body.epoch_offset
+        out = [fixed] if epoch_at is None else [fixed[:epoch_at], _EPOCH.pack(broker_epoch), fixed[epoch_at + 8 :]]
+        counts = layout.counts
+        out.append(counts[topics] if topics < _COUNTS else array_count(topics, flexible))
+        out += runs
+        leaders = self.live_leaders
+        out.append(counts[len(leaders)] if len(leaders) < _COUNTS else array_count(len(leaders), flexible))
+        leader_bytes = parts.leader_bytes
+        enc_leader = layout.encode_leader
+        for node in leaders:
+            leader = leader_bytes.get(id(node))
+            if leader is None:
+                leader = leader_bytes[id(node)] = enc_leader(node)
+            out.append(leader)
+        out.append(layout.topic_tail)
         return b"".join(out)
 
     def size_body(self, parts: SendParts | None = None) -> int:
