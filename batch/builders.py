@@ -292,6 +292,22 @@ def lair_run_pieces(
     return layout.encode_state, head, count, layout.topic_tail
 
 
+def _append_live_leaders(
+    ap: Callable[[bytes], None], leaders: Sequence[Any], layout: _LeaderAndIsrLayout, flexible: bool, parts: SendParts,
+) -> None:
+    """A LeaderAndIsr body's end: LiveLeaders (each leader encoded once per send) and the body's
+    tagged-field count (no_tagged_fields, as a topic's tail)."""
+    ap(layout.counts[len(leaders)] if len(leaders) < _COUNTS else array_count(len(leaders), flexible))
+    leader_bytes = parts.leader_bytes
+    enc_leader = layout.encode_leader
+    for node in leaders:
+        leader = leader_bytes.get(id(node))
+        if leader is None:
+            leader = leader_bytes[id(node)] = enc_leader(node)
+        ap(leader)
+    ap(layout.topic_tail)
+
+
 def _append_topic_runs(
     out: list[bytes], states: Sequence[LeaderAndIsrPartitionState], topic_ids: dict[str, uuid.UUID],
     heads: dict[str, bytes], state_bytes: dict[int, bytes], layout: _LeaderAndIsrLayout, version: int,
@@ -540,16 +556,7 @@ class LeaderAndIsrBuilder:
                 if b is None:
                     b = state_bytes[id(s)] = enc_state(s)
                 ap(b)
-        leaders = self.live_leaders
-        ap(layout.counts[len(leaders)] if len(leaders) < _COUNTS else array_count(len(leaders), flexible))
-        leader_bytes = parts.leader_bytes
-        enc_leader = layout.encode_leader
-        for node in leaders:
-            leader = leader_bytes.get(id(node))
-            if leader is None:
-                leader = leader_bytes[id(node)] = enc_leader(node)
-            ap(leader)
-        ap(layout.topic_tail)  # the body's tagged-field count: no_tagged_fields, as a topic's
+        _append_live_leaders(ap, self.live_leaders, layout, flexible, parts)
         return b"".join(out)
 
     def encode_body_from_runs(self, broker_epoch: int, runs: list[bytes], topics: int, parts: SendParts) -> bytes:
@@ -566,16 +573,7 @@ class LeaderAndIsrBuilder:
         counts = layout.counts
         out.append(counts[topics] if topics < _COUNTS else array_count(topics, flexible))
         out += runs
-        leaders = self.live_leaders
-        out.append(counts[len(leaders)] if len(leaders) < _COUNTS else array_count(len(leaders), flexible))
-        leader_bytes = parts.leader_bytes
-        enc_leader = layout.encode_leader
-        for node in leaders:
-            leader = leader_bytes.get(id(node))
-            if leader is None:
-                leader = leader_bytes[id(node)] = enc_leader(node)
-            out.append(leader)
-        out.append(layout.topic_tail)
+        _append_live_leaders(out.append, self.live_leaders, layout, flexible, parts)
         return b"".join(out)
 
     def size_body(self, parts: SendParts | None = None) -> int:

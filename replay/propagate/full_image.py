@@ -251,6 +251,19 @@ class _Entry:
     """Sized, not encoded (sizes only): data is empty, head and each state are their sizes."""
 
 
+def _whole_entry(layout: Any, topic: TopicImage, version: int, controller_epoch: int, registered: frozenset[int],
+                 head: Any, keys: list[int], regs: list[PartitionRegistration], offline: list[tuple[int, ...]],
+                 slots: list[int], states: list[Any], sized: bool) -> _Entry:
+    """The entry of a topic whose every state is at hand: the piece joined (or, sized, its size summed)."""
+    if sized:
+        data, size = b"", head + array_count_size(len(keys), layout.flexible) + sum(states) + len(layout.topic_tail)
+    else:
+        data = b"".join((head, array_count(len(keys), layout.flexible), *states, layout.topic_tail))
+        size = len(data)
+    return _Entry(topic, version, controller_epoch, registered, data, len(keys), head, keys, regs, offline,
+                  slots, states, size, sized)
+
+
 def _changed(parts: Mapping[int, PartitionRegistration], entry: _Entry) -> list[int] | None:
     """The positions (in the entry's order) whose registration object is not the entry's, or
     None when the mapping's partitions or their order differ from the entry's. The comparison
@@ -399,14 +412,8 @@ class TopicPieces:
             states = by_key.copy()
             for slot, state in zip(slots, by_key, strict=True):
                 states[slot] = state
-        if sizes_only:
-            count_size = array_count_size(len(parts), layout.flexible)
-            data, size = b"", head + count_size + sum(states) + len(layout.topic_tail)
-        else:
-            data = b"".join((head, array_count(len(parts), layout.flexible), *states, layout.topic_tail))
-            size = len(data)
-        return _Entry(topic, version, controller_epoch, registered, data, len(parts), head, keys, regs, offline,
-                      slots, states, size, sizes_only)
+        return _whole_entry(layout, topic, version, controller_epoch, registered, head, keys, regs, offline,
+                            slots, states, sizes_only)
 
     def _built(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
                registered: frozenset[int], sizes_only: bool, old: _Entry | None) -> _Entry:
@@ -443,14 +450,8 @@ class TopicPieces:
         regs = list(parts.values())
         offline = [known[p][1] for p in keys]
         slots = [slot_of[p] for p in keys]
-        if sizes_only:
-            count_size = array_count_size(len(parts), layout.flexible)
-            data, size = b"", head + count_size + sum(states) + len(layout.topic_tail)
-        else:
-            data = b"".join((head, array_count(len(parts), layout.flexible), *states, layout.topic_tail))
-            size = len(data)
-        return _Entry(topic, version, controller_epoch, registered, data, len(parts), head, keys, regs, offline,
-                      slots, states, size, sizes_only)
+        return _whole_entry(layout, topic, version, controller_epoch, registered, head, keys, regs, offline,
+                            slots, states, sizes_only)
 
     def forget_others(self, image: MetadataImage) -> None:
         """Drop entries of topics the image no longer holds, once there can be more than 64 of them:
