@@ -122,6 +122,8 @@ class _Layout:
     state_epoch_at: int | None  # where ControllerEpoch (int32) sits in an encoded partition state (_epoch_at)
     encode_state_args: Any  # encode_state taking _STATE_FIELDS as arguments, untranslated (layout.struct_args_encoder)
     state_sizes: dict[tuple[int, int, int], int] | None  # a state's size by (isr, replicas, offline) lengths (_by_lengths)
+    state_pre: Any  # an encoded state's bytes before its controller epoch (a C slice: operator.itemgetter)
+    state_post: Any  # ... and after it
 
     def topic_head(self, name: str, topic_id: uuid.UUID) -> bytes:
         """A topic state's bytes before its partition states: name, id, (the array's count follows)."""
@@ -141,6 +143,8 @@ def _layout(version: int) -> _Layout:
     offset = fixed_offset(UpdateMetadataRequest.SPEC, version, "TopicStates")
     assert offset is not None, f"UpdateMetadata v{version}: TopicStates follows a variable-width field"
     flexible = UpdateMetadataRequest.is_flexible(version)
+    at = _epoch_at(version)
+    assert at is not None, f"UpdateMetadata v{version}: no fixed place for a partition state's ControllerEpoch"
     return _Layout(
         flexible, offset, array_count(0, flexible),
         struct_encoder(UpdateMetadataRequest, "UpdateMetadataTopicState", version),
@@ -149,9 +153,11 @@ def _layout(version: int) -> _Layout:
         body_layout(UpdateMetadataRequest, version).epoch_offset,
         struct_sizer(UpdateMetadataRequest, "UpdateMetadataTopicState", version),
         struct_sizer(UpdateMetadataRequest, "UpdateMetadataPartitionState", version),
-        _epoch_at(version),
+        at,
         struct_args_encoder(UpdateMetadataRequest, "UpdateMetadataPartitionState", version, _STATE_FIELDS),
         {} if _by_lengths(version) else None,
+        operator.itemgetter(slice(None, at)),
+        operator.itemgetter(slice(at + 4, None)),
     )
 
 
@@ -222,70 +228,99 @@ def _states(topic: TopicImage, controller_epoch: int, registered: Collection[int
     ]
 
 
+_NONE: Any = ()  # the columns of a record without partitions (never mutated; no list made per record)
+
+
 @attrs.define(slots=True, eq=False)
-class _Entry:
-    """A topic's piece: its whole encoded topic state, its head (name, id), and each partition
-    state's bytes with the registration object and offline replicas they were encoded from (a
-    touched topic, or a new set of registered brokers, re-encodes only the states that differ).
+class _Topic:
+    """One topic's part of the kept topic array (a name of the image's names, in name order).
 
-    The partition columns (``keys``, ``regs``, ``offline``, ``slots``) are in the order of the
-    partitions mapping the entry was built from (apply_delta keeps a topic's order: its new
-    mapping is the old one updated), ``states`` in partition order (``slots[i]`` is where the
-    state of ``keys[i]`` sits), so a touched topic with the same partitions finds what changed
-    by comparing registrations by identity in C (``_changed``) and re-encodes only those."""
+    ``pieces`` is what the topic adds to the array: its head and partition count, then each
+    partition state in partition order, then its tail. A state is one piece (its bytes; sized:
+    its size) until the array gets a new controller epoch; then (``split``) three: the bytes
+    before its ControllerEpoch, the epoch (one bytes object shared by every state, so the next
+    new epoch is one C slice assignment per topic), the bytes after it. Empty when the image
+    holds no partitions for the topic. ``data`` is the pieces joined. The partition columns
+    (``keys``, ``regs``, ``offline``, ``slots``) are in the order of the partitions mapping they
+    were made from (apply_delta keeps a topic's order: its new mapping is the old one updated);
+    ``slots[i]`` is the piece of ``keys[i]``'s state (split: the piece after the epoch), so a
+    touched topic with the same partitions finds what changed by comparing registrations by
+    identity in C (``_changed``) and re-encodes only those, in place."""
 
-    topic: TopicImage
-    version: int
-    controller_epoch: int
-    registered: frozenset[int]
-    data: bytes
-    count: int
-    head: Any  # bytes, or their size when sized
-    keys: list[int]
-    regs: list[PartitionRegistration]
-    offline: list[tuple[int, ...]]
-    slots: list[int]
-    states: list[Any]  # bytes, or sizes when sized
-    size: int = 0
-    sized: bool = False
-    """Sized, not encoded (sizes only): data is empty, head and each state are their sizes."""
-
-
-def _whole_entry(layout: Any, topic: TopicImage, version: int, controller_epoch: int, registered: frozenset[int],
-                 head: Any, keys: list[int], regs: list[PartitionRegistration], offline: list[tuple[int, ...]],
-                 slots: list[int], states: list[Any], sized: bool) -> _Entry:
-    """The entry of a topic whose every state is at hand: the piece joined (or, sized, its size summed)."""
-    if sized:
-        data, size = b"", head + array_count_size(len(keys), layout.flexible) + sum(states) + len(layout.topic_tail)
-    else:
-        data = b"".join((head, array_count(len(keys), layout.flexible), *states, layout.topic_tail))
-        size = len(data)
-    return _Entry(topic, version, controller_epoch, registered, data, len(keys), head, keys, regs, offline,
-                  slots, states, size, sized)
+    tid: uuid.UUID
+    name: str = ""  # the TopicImage's name the head was made from
+    head: Any = None  # bytes (name, id), or their size when sized
+    keys: list[int] = _NONE
+    regs: list[PartitionRegistration] = _NONE
+    offline: list[tuple[int, ...]] = _NONE
+    slots: list[int] = _NONE
+    pieces: list[Any] = _NONE
+    data: bytes = b""  # encoded: the pieces joined (what the body joins: one piece per topic)
+    size: int = 0  # sized: the sum of pieces
+    split: bool = False  # encoded states in three pieces (after the first new epoch), else whole
 
 
-def _changed(parts: Mapping[int, PartitionRegistration], entry: _Entry) -> list[int] | None:
-    """The positions (in the entry's order) whose registration object is not the entry's, or
-    None when the mapping's partitions or their order differ from the entry's. The comparison
+def _changed(parts: Mapping[int, PartitionRegistration], rec: _Topic) -> list[int] | None:
+    """The positions (in the record's order) whose registration object is not the record's, or
+    None when the mapping's partitions or their order differ from the record's. The comparison
     runs in C: no Python step per unchanged partition."""
-    keys = entry.keys
+    keys = rec.keys
     if len(parts) != len(keys) or list(parts) != keys:
         return None
-    return list(itertools.compress(range(len(keys)), map(operator.is_not, parts.values(), entry.regs)))
+    return list(itertools.compress(range(len(keys)), map(operator.is_not, parts.values(), rec.regs)))
+
+
+@attrs.define(slots=True, eq=False)
+class _Array:
+    """The whole topic array of a full image at one version, encoded or sized (module rules):
+    a record per name of the image's names mapping, in name order, and what it was made from."""
+
+    version: int
+    sized: bool
+    epoch: int
+    registered: frozenset[int]
+    names: Mapping[str, uuid.UUID]  # the names mapping the records follow
+    topics: Mapping[uuid.UUID, TopicImage]  # the last topics mapping (its keys are ``keys``)
+    keys: list[uuid.UUID]  # the topics mapping's ids in its order when the records were placed
+    where: Any  # tuple(topics.values()) + (None,) -> the topic objects in name order (an itemgetter)
+    seen: tuple[TopicImage | None, ...]  # the topic objects the records were last made from, in name order
+    records: list[_Topic]
+    topic_ids: dict[str, uuid.UUID] | None = None  # the builder's topic ids (None: to be made again)
+
+    def epoch_piece(self) -> bytes:
+        return _EPOCH32.pack(self.epoch)
+
+
+def _placed(names: Mapping[str, uuid.UUID], topics: Mapping[uuid.UUID, TopicImage]) -> tuple[list[uuid.UUID], Any]:
+    """The ids of ``names`` in name order, and an itemgetter taking ``(*topics.values(), None)``
+    to each one's topic object (None when the topics mapping lacks it) without hashing a
+    uuid.UUID (a Python __hash__): a C step per topic."""
+    position = {tid.int: i for i, tid in enumerate(topics)}
+    absent = len(position)
+    ids = [names[name] for name in sorted(names)]
+    at = [position.get(tid.int, absent) for tid in ids]
+    if len(at) == 1:
+        one = at[0]
+        return ids, lambda values: (values[one],)
+    return ids, operator.itemgetter(*at) if at else (lambda values: ())
+
+
+_KEPT_ARRAYS = 2  # arrays kept at once (versions x kinds): a run uses one
 
 
 class TopicPieces:
-    """Each topic's encoded UpdateMetadataTopicState, kept across deltas (see the module rules)."""
+    """The full image's topic array kept across deltas, per version and kind (see the module rules)."""
 
-    __slots__ = ("_entries", "_registered", "encoded")
+    __slots__ = ("_arrays", "_registered", "encoded")
 
     def __init__(self) -> None:
-        self._entries: dict[int, _Entry] = {}  # by the topic id's int (module rules)
+        self._arrays: dict[tuple[int, bool], _Array] = {}  # at most _KEPT_ARRAYS
         self._registered: frozenset[int] = frozenset()
-        self.encoded = 0  # partition states encoded so far: what the cache saved is visible in tests
+        self.encoded = 0  # partition states encoded so far: what the memo saved is visible in tests
 
     def __repr__(self) -> str:
-        return f"TopicPieces({len(self._entries)} topics, {self.encoded} encoded)"
+        held = sum(len(a.records) for a in self._arrays.values())
+        return f"TopicPieces({held} topics, {self.encoded} encoded)"
 
     def registered(self, brokers: Mapping[int, Any]) -> frozenset[int]:
         """The registered-broker set, the same object while it does not change (compared by identity)."""
@@ -294,173 +329,273 @@ class TopicPieces:
             kept = self._registered = frozenset(brokers)
         return kept
 
-    def piece(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
-              registered: frozenset[int], sizes_only: bool = False) -> _Entry:
-        key = topic_id.int
-        entry = self._entries.get(key)
-        if entry is not None and entry.controller_epoch != controller_epoch and entry.version == version \
-                and entry.sized == sizes_only:
-            entry = self._reepoched(entry, controller_epoch)
-        if entry is not None and entry.controller_epoch == controller_epoch and entry.version == version \
-                and entry.topic.name == topic.name and entry.sized == sizes_only:
-            if entry.registered is registered:
-                if entry.topic is topic:
-                    return entry
-                changed = _changed(topic.partitions, entry)
-                if changed is not None:
-                    entry = self._patched(entry, topic, changed)
-                    self._entries[key] = entry
-                    return entry
-            entry = self._built(topic, topic_id, version, controller_epoch, registered, sizes_only, entry)
+    def array(self, image: MetadataImage, version: int, sized: bool) -> _Array:
+        """The image's topic array at ``version`` (sized or encoded), brought up to date with what
+        changed since the last call of the same version and kind. On any error the kept array is
+        dropped (no half-updated record survives)."""
+        key = (version, sized)
+        arrays = self._arrays
+        arr = arrays.get(key)
+        try:
+            registered = self.registered(image.brokers)
+            if arr is None:
+                arr = self._cold(image, version, sized, registered)
+                while len(arrays) >= _KEPT_ARRAYS:
+                    del arrays[next(iter(arrays))]
+                arrays[key] = arr
+            else:
+                self._refresh(arr, image, registered)
+        except BaseException:
+            arrays.pop(key, None)
+            raise
+        return arr
+
+    def _cold(self, image: MetadataImage, version: int, sized: bool, registered: frozenset[int]) -> _Array:
+        """The array of a cold memo (each Spark unit's first full image): every record made in one pass."""
+        names, topics = image.topic_ids_by_name, image.topics
+        ids, where = _placed(names, topics)
+        seen = where((*topics.values(), None))
+        arr = _Array(version, sized, image.epoch, registered, names, topics, list(topics), where, seen,
+                     [_Topic(t) for t in ids])
+        layout = _layout(version)
+        for rec, topic in zip(arr.records, seen, strict=True):
+            if topic is not None and topic.partitions:
+                self._fresh(rec, topic, layout, arr)
+        return arr
+
+    def _refresh(self, arr: _Array, image: MetadataImage, registered: frozenset[int]) -> None:
+        layout = _layout(arr.version)
+        if arr.epoch != image.epoch:
+            _reepoch(arr, image.epoch, layout)
+        names, topics = image.topic_ids_by_name, image.topics
+        if not (topics is arr.topics or _same_keys(topics, arr.keys)) or (names is not arr.names and names != arr.names):
+            self._replace(arr, names, topics)
+        arr.names, arr.topics = names, topics
+        now = arr.where((*topics.values(), None))
+        records = arr.records
+        if registered is not arr.registered:  # every partition's offline replicas may differ: walk all
+            arr.registered = registered
+            for rec, topic in zip(records, now, strict=True):
+                self._update(rec, topic, layout, arr, walk=True)
         else:
-            entry = self._fresh(topic, topic_id, version, controller_epoch, registered, sizes_only)
-        self._entries[key] = entry
-        return entry
+            for i in itertools.compress(range(len(records)), map(operator.is_not, now, arr.seen)):
+                rec, topic = records[i], now[i]
+                if topic is not None and rec.pieces and topic.name == rec.name:  # the usual case, inline:
+                    parts, keys = topic.partitions, rec.keys  # only registrations changed (_changed)
+                    if len(parts) == len(keys) and list(parts) == keys:
+                        changed = list(itertools.compress(range(len(keys)), map(operator.is_not, parts.values(), rec.regs)))
+                        if len(changed) < len(keys):
+                            if changed:
+                                self._patch(rec, topic, changed, layout, arr)
+                            continue
+                self._update(rec, topic, layout, arr, walk=False)
+        arr.seen = now
 
-    @staticmethod
-    def _reepoched(entry: _Entry, controller_epoch: int) -> _Entry | None:
-        """The entry with its states' controller epoch replaced, nothing re-encoded: a state's size
-        does not depend on it (int32), and its bytes differ only at the layout's state_epoch_at;
-        None when the layout has no such place."""
-        if entry.sized:
-            return attrs.evolve(entry, controller_epoch=controller_epoch)
-        layout = _layout(entry.version)
-        at = layout.state_epoch_at
-        if at is None:
-            return None
-        epoch = _EPOCH32.pack(controller_epoch)
-        end = at + 4
-        states = [s[:at] + epoch + s[end:] for s in entry.states]
-        data = b"".join((entry.head, array_count(len(entry.keys), layout.flexible), *states, layout.topic_tail))
-        return attrs.evolve(entry, controller_epoch=controller_epoch, states=states, data=data)
+    def _replace(self, arr: _Array, names: Mapping[str, uuid.UUID], topics: Mapping[uuid.UUID, TopicImage]) -> None:
+        """Records placed again for another names mapping or topics order: a kept id keeps its
+        record (and what it saw), a new one starts empty (then made as new); records of ids
+        no longer named are dropped (memory follows the image)."""
+        ids, where = _placed(names, topics)
+        old: dict[int, tuple[_Topic, TopicImage | None]] = {}
+        for rec, topic in zip(arr.records, arr.seen, strict=True):
+            old.setdefault(rec.tid.int, (rec, topic))
+        records: list[_Topic] = []
+        seen: list[TopicImage | None] = []
+        for tid in ids:
+            kept = old.pop(tid.int, None)
+            rec, topic = kept if kept is not None else (_Topic(tid), None)
+            records.append(rec)
+            seen.append(topic)
+        arr.keys, arr.where, arr.records, arr.seen, arr.topic_ids = list(topics), where, records, tuple(seen), None
 
-    def _patched(self, entry: _Entry, topic: TopicImage, changed: list[int]) -> _Entry:
-        """The entry for ``topic``, whose partitions are the entry's but for the registrations at
-        ``changed``: those states re-encoded (same registered brokers), the others kept."""
-        if not changed:
-            return attrs.evolve(entry, topic=topic)
-        layout = _layout(entry.version)
-        sized = entry.sized
-        encode = layout.size_state if sized else layout.encode_state
-        registered, epoch, name = entry.registered, entry.controller_epoch, topic.name
+    def _update(self, rec: _Topic, topic: TopicImage | None, layout: _Layout, arr: _Array, walk: bool) -> None:
+        """The record made for ``topic`` (its name's object now): patched in place when only
+        registrations changed (same partitions and order, same brokers), walked when the
+        partitions or brokers differ (states kept where the registration object and offline
+        replicas are the same), made anew when new or when every registration is new (a
+        Spark unit's unpacked image: one pass is cheaper than patching each)."""
+        if topic is None or not topic.partitions:
+            if rec.pieces:
+                rec.pieces, rec.data, rec.size, rec.keys, rec.regs, rec.offline, rec.slots = _NONE, b"", 0, _NONE, _NONE, _NONE, _NONE
+                arr.topic_ids = None
+            return
+        if not rec.pieces or topic.name != rec.name:
+            arr.topic_ids = None  # a topic (or its name) in the array again
+            self._fresh(rec, topic, layout, arr)
+            return
+        if not walk:
+            changed = _changed(topic.partitions, rec)
+            if changed is not None:
+                if len(changed) == len(rec.keys):
+                    self._fresh(rec, topic, layout, arr)
+                elif changed:
+                    self._patch(rec, topic, changed, layout, arr)
+                return
+        self._walk(rec, topic, layout, arr, same_brokers=not walk)
+
+    def _patch(self, rec: _Topic, topic: TopicImage, changed: list[int], layout: _Layout, arr: _Array) -> None:
+        """The states at ``changed`` re-encoded into their slots (same partitions, same brokers)."""
+        sized = arr.sized
+        registered, epoch, name = arr.registered, arr.epoch, topic.name
         parts = topic.partitions
-        keys, slots = entry.keys, entry.slots
-        regs, offline, states = entry.regs.copy(), entry.offline.copy(), entry.states.copy()
-        size = entry.size
-        args = None if sized else layout.encode_state_args
+        keys, slots, regs, offline, pieces = rec.keys, rec.slots, rec.regs, rec.offline, rec.pieces
+        args, post, split = layout.encode_state_args, layout.state_post, rec.split
         superset = registered.issuperset
         for i in changed:
             p = keys[i]
             reg = parts[p]
             reps = reg.replicas
             off = () if superset(reps) else tuple([r for r in reps if r not in registered])
-            if args is None:
+            slot = slots[i]
+            if sized:
                 state = _state_size(layout, name, p, reg, epoch, off)
+                rec.size += state - pieces[slot]
             else:
                 try:
                     state = args(name, p, epoch, reg.leader, reg.leader_epoch, reg.isr, reg.partition_epoch, reps, off)
                 except Exception:
-                    state = encode(_state(name, p, reg, epoch, off))  # raises the codec's translated error
-            self.encoded += 1
-            slot = slots[i]
-            if sized:
-                size += state - states[slot]
-            regs[i], offline[i], states[slot] = reg, off, state
-        if sized:
-            data = b""
-        else:
-            data = b"".join((entry.head, array_count(len(keys), layout.flexible), *states, layout.topic_tail))
-            size = len(data)
-        return _Entry(topic, entry.version, epoch, registered, data, entry.count, entry.head, keys, regs, offline,
-                      slots, states, size, sized)
+                    layout.encode_state(_state(name, p, reg, epoch, off))  # raises the codec's translated error
+                    raise
+                if split:
+                    state = post(state)
+            regs[i], offline[i], pieces[slot] = reg, off, state
+        self.encoded += len(changed)
+        if not sized:
+            rec.data = b"".join(pieces)
 
-    def _fresh(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
-               registered: frozenset[int], sizes_only: bool) -> _Entry:
-        """The entry of a topic with no usable entry (a cold memo: each Spark unit's first full
+    def _fresh(self, rec: _Topic, topic: TopicImage, layout: _Layout, arr: _Array) -> None:
+        """The record of a topic with nothing usable kept (a cold memo: each Spark unit's first full
         image): every state encoded in one pass over the mapping, from the registration's fields
         (no state object made when encoding), offline replicas only where a replica is not
         registered (a C superset test first)."""
-        layout = _layout(version)
-        name = topic.name
+        name, sized, registered, epoch = topic.name, arr.sized, arr.registered, arr.epoch
         parts = topic.partitions
         keys = list(parts)
         regs = list(parts.values())
         superset = registered.issuperset
         offline = [() if superset(reg.replicas) else tuple([r for r in reg.replicas if r not in registered])
                    for reg in regs]
-        if sizes_only:
-            head: Any = layout.topic_head_size(name, topic_id)
-            by_key: list[Any] = [_state_size(layout, name, p, reg, controller_epoch, off)
+        n = len(keys)
+        if sized:
+            head: Any = layout.topic_head_size(name, rec.tid)
+            by_key: list[Any] = [_state_size(layout, name, p, reg, epoch, off)
                                  for p, reg, off in zip(keys, regs, offline, strict=True)]
         else:
-            head = layout.topic_head(name, topic_id)
+            head = layout.topic_head(name, rec.tid)
             args = layout.encode_state_args
             try:
-                by_key = [args(name, p, controller_epoch, reg.leader, reg.leader_epoch, reg.isr, reg.partition_epoch,
+                by_key = [args(name, p, epoch, reg.leader, reg.leader_epoch, reg.isr, reg.partition_epoch,
                                reg.replicas, off) for p, reg, off in zip(keys, regs, offline, strict=True)]
             except Exception:  # the translated encoder names the failing field
                 encode = layout.encode_state
-                by_key = [encode(_state(name, p, reg, controller_epoch, off)) for p, reg, off in zip(keys, regs, offline, strict=True)]
-        self.encoded += len(keys)
+                by_key = [encode(_state(name, p, reg, epoch, off)) for p, reg, off in zip(keys, regs, offline, strict=True)]
+        self.encoded += n
         order = sorted(keys)
         if order == keys:  # the usual case: the mapping is in partition order
             states = by_key
-            slots = list(range(len(keys)))
+            at: list[int] | range = range(n)
         else:
             slot_of = {p: i for i, p in enumerate(order)}
-            slots = [slot_of[p] for p in keys]
+            at = [slot_of[p] for p in keys]
             states = by_key.copy()
-            for slot, state in zip(slots, by_key, strict=True):
-                states[slot] = state
-        return _whole_entry(layout, topic, version, controller_epoch, registered, head, keys, regs, offline,
-                            slots, states, sizes_only)
-
-    def _built(self, topic: TopicImage, topic_id: uuid.UUID, version: int, controller_epoch: int,
-               registered: frozenset[int], sizes_only: bool, old: _Entry | None) -> _Entry:
-        """The entry walked partition by partition: with ``old`` (same version, epoch, name and
-        kind), a state is re-encoded only if its registration object or offline replicas differ."""
-        layout = _layout(version)
-        known: dict[int, tuple[PartitionRegistration, tuple[int, ...], Any]] = {}
-        if old is not None:
-            known = {p: (old.regs[i], old.offline[i], old.states[old.slots[i]]) for i, p in enumerate(old.keys)}
-            head = old.head
+            for j, state in zip(at, by_key, strict=True):
+                states[j] = state
+        rec.name, rec.head, rec.keys, rec.regs, rec.offline = name, head, keys, regs, offline
+        rec.slots = list(range(1, n + 1)) if type(at) is range else [j + 1 for j in at]
+        rec.split = False
+        if sized:
+            rec.pieces = [head + array_count_size(n, layout.flexible), *states, len(layout.topic_tail)]
+            rec.size = sum(rec.pieces)
         else:
-            head = layout.topic_head_size(topic.name, topic_id) if sizes_only else layout.topic_head(topic.name, topic_id)
-        same_brokers = old is not None and old.registered is registered
-        encode = layout.size_state if sizes_only else layout.encode_state
-        name = topic.name
+            rec.pieces = [head + array_count(n, layout.flexible), *states, layout.topic_tail]
+            rec.data = b"".join(rec.pieces)
+
+    def _walk(self, rec: _Topic, topic: TopicImage, layout: _Layout, arr: _Array, same_brokers: bool) -> None:
+        """The record walked partition by partition (same name: the head kept): a state is
+        re-encoded only if its registration object or offline replicas differ."""
+        sized, registered, epoch, name = arr.sized, arr.registered, arr.epoch, topic.name
+        pieces = rec.pieces
+        known = {p: (rec.regs[i], rec.offline[i], rec.slots[i]) for i, p in enumerate(rec.keys)}
+        args, pre, post, e = layout.encode_state_args, layout.state_pre, layout.state_post, arr.epoch_piece()
+        split = rec.split
         parts = topic.partitions
-        order = sorted(parts)
-        slot_of = {p: i for i, p in enumerate(order)}
-        states: list[Any] = []
-        for p in order:
+        n = len(parts)
+        out: list[Any] = [rec.head + (array_count_size(n, layout.flexible) if sized else array_count(n, layout.flexible))]
+        slot_of: dict[int, int] = {}
+        offline_of: dict[int, tuple[int, ...]] = {}
+        superset = registered.issuperset
+        for p in sorted(parts):
             reg = parts[p]
             was = known.get(p)
             if was is None or was[0] is not reg or not same_brokers:
-                off = tuple([r for r in reg.replicas if r not in registered])
-                if was is None or was[0] is not reg or was[1] != off:
-                    state = _state_size(layout, name, p, reg, controller_epoch, off) if sizes_only \
-                        else encode(_state(name, p, reg, controller_epoch, off))
-                    was = known[p] = (reg, off, state)
-                    self.encoded += 1
+                reps = reg.replicas
+                off = () if superset(reps) else tuple([r for r in reps if r not in registered])
+            else:
+                off = was[1]
+            if was is not None and was[0] is reg and was[1] == off:
+                if split:
+                    out += (pieces[was[2] - 2], e, pieces[was[2]])
                 else:
-                    known[p] = was
-            states.append(was[2])
-        keys = list(parts)
-        regs = list(parts.values())
-        offline = [known[p][1] for p in keys]
-        slots = [slot_of[p] for p in keys]
-        return _whole_entry(layout, topic, version, controller_epoch, registered, head, keys, regs, offline,
-                            slots, states, sizes_only)
+                    out.append(pieces[was[2]])
+            else:
+                self.encoded += 1
+                if sized:
+                    out.append(_state_size(layout, name, p, reg, epoch, off))
+                else:
+                    try:
+                        state = args(name, p, epoch, reg.leader, reg.leader_epoch, reg.isr, reg.partition_epoch,
+                                     reg.replicas, off)
+                    except Exception:
+                        layout.encode_state(_state(name, p, reg, epoch, off))  # raises the codec's translated error
+                        raise
+                    if split:
+                        out += (pre(state), e, post(state))
+                    else:
+                        out.append(state)
+            slot_of[p] = len(out) - 1
+            offline_of[p] = off
+        out.append(len(layout.topic_tail) if sized else layout.topic_tail)
+        rec.keys = list(parts)
+        rec.regs = list(parts.values())
+        rec.offline = [offline_of[p] for p in rec.keys]
+        rec.slots = [slot_of[p] for p in rec.keys]
+        rec.pieces = out
+        if sized:
+            rec.size = sum(out)
+        else:
+            rec.data = b"".join(out)
 
-    def forget_others(self, image: MetadataImage) -> None:
-        """Drop entries of topics the image no longer holds, once there can be more than 64 of them:
-        one walk per 64 deleted topics at most."""
-        entries = self._entries
-        if len(entries) > len(image.topics) + 64:
-            held = {tid.int for tid in image.topics}
-            for key in [k for k in entries if k not in held]:
-                del entries[key]
+
+def _same_keys(topics: Mapping[uuid.UUID, TopicImage], keys: list[uuid.UUID]) -> bool:
+    """Whether the topics mapping has ``keys`` in that order (apply_delta keeps the key objects,
+    so the list comparison is by identity, in C)."""
+    return len(topics) == len(keys) and list(topics) == keys
+
+
+def _reepoch(arr: _Array, controller_epoch: int, layout: _Layout) -> None:
+    """Every kept state given another controller epoch, nothing re-encoded: a state's size does
+    not depend on it (int32), and its bytes differ only at layout.state_epoch_at. A whole state
+    is split there (once per topic: _Topic), a split one gets the new shared epoch piece (one C
+    slice assignment per topic); each topic is joined again."""
+    arr.epoch = controller_epoch
+    if arr.sized:
+        return
+    epoch = arr.epoch_piece()
+    for rec in arr.records:
+        pieces = rec.pieces
+        if not pieces:
+            continue
+        n = len(rec.keys)
+        if rec.split:
+            pieces[2:-1:3] = [epoch] * n
+        else:
+            states = pieces[1:-1]
+            split = zip(map(layout.state_pre, states), itertools.repeat(epoch, n), map(layout.state_post, states),
+                        strict=True)
+            pieces = rec.pieces = [pieces[0], *itertools.chain.from_iterable(split), pieces[-1]]
+            rec.slots = [3 * slot for slot in rec.slots]  # state j: piece 1 + j whole, 3 + 3j split
+            rec.split = True
+        rec.data = b"".join(pieces)
 
 
 class _ImageStates(Sequence[Any]):
@@ -531,30 +666,31 @@ def full_image_body(
     the image's KRaft epoch), as the batch builds it, the broker epoch of the first destination
     written in the body (SharedBody patches the others)."""
     layout = _layout(version)
-    registered = pieces.registered(image.brokers)
-    epoch = image.epoch
-    chunks: list[bytes] = []
-    count = topics = size = 0
-    topic_ids: dict[str, uuid.UUID] = {}
-    for tid, topic in _topics(image):
-        entry = pieces.piece(topic, tid, version, epoch, registered, sizes_only)
-        chunks.append(entry.data)
-        size += entry.size
-        count += entry.count
-        topics += 1
-        topic_ids[topic.name] = tid
-    pieces.forget_others(image)
+    arr = pieces.array(image, version, sizes_only)
+    records = arr.records
+    topic_ids = arr.topic_ids
+    if topic_ids is None:
+        topic_ids = arr.topic_ids = {rec.name: rec.tid for rec in records if rec.pieces}
+    count = sum(map(len, map(_KEYS, records)))
+    topics = sum(map(bool, map(_PIECES, records)))
     builder = UpdateMetadataBuilder(
-        version, controller_id, header_epoch, _ImageStates(count, image, epoch),  # type: ignore[arg-type]
+        version, controller_id, header_epoch, _ImageStates(count, image, image.epoch),  # type: ignore[arg-type]
         live_brokers(tuple(live), version), topic_ids, True, int(update_type),
     )
     if sizes_only:  # the same length from sizes: the envelope's, its empty array replaced by the topics'
+        size = sum(map(_SIZE, records))
         envelope_size = attrs.evolve(builder, partition_states=[]).size_body()
         total = envelope_size - len(layout.empty_array) + array_count_size(topics, layout.flexible) + size
         return FullImageBody(builder, SharedBody(b"", layout.epoch_offset, total))
     envelope = attrs.evolve(builder, partition_states=[]).encode_body(first_broker_epoch)
     off = layout.states_offset
     assert envelope[off: off + len(layout.empty_array)] == layout.empty_array
-    data = b"".join((envelope[:off], array_count(topics, layout.flexible), *chunks, envelope[off + len(layout.empty_array):]))
+    data = b"".join((envelope[:off], array_count(topics, layout.flexible), *map(_DATA, records),
+                     envelope[off + len(layout.empty_array):]))
     return FullImageBody(builder, SharedBody(data, layout.epoch_offset))
 
+
+_KEYS = operator.attrgetter("keys")
+_PIECES = operator.attrgetter("pieces")
+_DATA = operator.attrgetter("data")
+_SIZE = operator.attrgetter("size")
