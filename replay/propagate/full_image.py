@@ -7,41 +7,56 @@ partitions, on 13 deltas of a 200k-record generated log as much time as its othe
 together (benchmarks/replay_bench.py). Between two deltas only the topics a delta touched change.
 
 Rules of this module:
-- What is cached: for each topic, the encoded UpdateMetadataTopicState (v5+: name, id, its
-  partition states in partition order) under the key (the TopicImage object, the request
-  version, the controller epoch written in the states, the registered-broker set). One entry
-  per topic id; ``TopicPieces`` holds them.
-- What invalidates an entry: another TopicImage object (apply_delta builds a new one for every
-  topic a delta touches and keeps the object of every other topic: image.py), another version,
-  another controller epoch (the image's KRaft epoch), another set of registered brokers (the
-  offline replicas). The topic's bytes are then joined again; of its partition states only those
-  are re-encoded whose registration object (kept by apply_delta when untouched) or offline
-  replicas differ, or all of them for another version. Another controller epoch re-encodes
-  nothing: ControllerEpoch is an int32 at a fixed place of a v5+ state (after PartitionIndex,
-  ``_epoch_at`` checks it by encoding a probe under two epochs), so a sized state keeps its size
-  and an encoded one gets the new 4 bytes spliced in (``_reepoched``). Before, each KRaft epoch
-  change re-encoded every partition: 18 full re-encodes of 50,000 states on the 1M-record
-  generated log. Entries of topics the image no longer
-  holds are dropped once the entries outnumber the image's topics by 64, so the cache is bounded
-  by the image, never by the log (at twice the image's topics, the bound before, the 10M-record
-  generated log ended with 11.9 MB of entries against 3.5 MB at 1M records).
-- Cost in what changed, not in the topic's size: a topic of thousands of partitions is touched
-  by almost every delta, so its entry is almost never reused whole. When only its TopicImage
-  object changed (same registered brokers, version, epoch) and its mapping has the entry's
-  partitions in the entry's order (apply_delta updates a copy of the old mapping, so a changed
-  partition keeps its place), the changed registrations are found by identity in C
-  (``_changed``: itertools.compress over operator.is_not) and only they are re-encoded, then the
-  kept states joined; otherwise (new partitions, another order, another broker set) the entry is
-  walked partition by partition as above. Measured on a 1M-record log of 10 topics x 5,000
-  partitions (/tmp A/B in one process, both bodies compared, load 6-7 on 2 cores): 184 bodies
-  5.54 s -> 2.87 s CPU; the 2,000-topic default shape 4.76 s -> 4.08 s (the rest is the
-  re-encoding of the partitions that did change and the join).
+- What is kept: per request version and kind (encoded, or sized for ``--digest none``; at most
+  two arrays, ``_KEPT_ARRAYS``: a run uses one) the whole topic array of the last full image
+  (``_Array``): one record (``_Topic``) per name of the image's names mapping, in name order,
+  with the topic's pieces (head and count, its partition states in partition order, tail) and
+  those pieces joined (``data``, one piece per topic in the body's join), and what the array
+  was made from: the names mapping, the topics mapping's ids in its order, the TopicImage
+  objects last seen (in name order), the controller epoch (the image's KRaft epoch) written in
+  the states and the registered-broker set (the offline replicas).
+- Finding what changed without a Python step per topic: the topic objects in name order are
+  taken from ``(*topics.values(), None)`` by one itemgetter of positions (no uuid.UUID hash: a
+  Python function) and compared with the last seen by identity in C (itertools.compress over
+  operator.is_not); apply_delta builds a new TopicImage for every topic a delta touches and
+  keeps the object of every other (image.py), so only touched topics are visited. Before, each
+  body stepped through every topic in Python (a uuid hash, a memo look-up, a new entry and three
+  list copies per touched topic): ~11 us a topic, 12.7 ms a body on the 1M-record default log.
+- A touched topic whose mapping has the record's partitions in the record's order (apply_delta
+  updates a copy of the old mapping, so a changed partition keeps its place): the changed
+  registrations found by identity in C, only they re-encoded, into their slots, in place, and
+  the topic joined again; every registration new (an unpacked image) or a new topic: made in one
+  pass (``_fresh``); other partitions or order: walked partition by partition, a state kept when
+  its registration object and offline replicas are the same (``_walk``); no partitions: empty.
+  Another set of registered brokers walks every topic (only the states naming a broker that came
+  or went are re-encoded). Another names mapping or topics order places the records again by
+  topic id (``_replace``): records of topics no longer named are dropped, so memory follows the
+  image, never the log. Why one piece per topic and not the states' pieces in one flat join: a
+  body joining its ~55,000 state pieces cost ~4 ms in the replay (cold caches), the topics'
+  ~2,000 pieces ~0.1 ms, and a touched topic's join is ~27 pieces.
+- Another controller epoch re-encodes nothing: ControllerEpoch is an int32 at a fixed place of
+  a v5+ state (after PartitionIndex; ``_epoch_at`` checks it by encoding a probe under two
+  epochs, ``_layout`` requires it), so a sized state keeps its size, and an encoded state is
+  split there into three pieces (before, the epoch, after: ``_Topic.split``) the first time, once
+  per topic, after which each new epoch is one C slice assignment of one shared epoch piece per
+  topic and a join (``_reepoch``; 22 new epochs on the 1M-record default log, 291 at 10M). A
+  cold record stays whole: splitting every state when made would cost the cold body ~10%.
+- Measured (A/B in one process on the same images against main 151f1b0's module, every body
+  compared; /tmp/fi/offline.py over the 226 full images of the 1M-record default log, process
+  CPU, best of 4, load 9.7 on 2 cores): encoded 2.59 -> 2.16 s (11.4 -> 9.6 ms a body, 0.83x),
+  sized 1.67 -> 1.31 s (0.78x); inside the replay (wall, load 7.8): 4.17 -> 3.63 s (0.87x), sized
+  2.77 -> 2.06 s (0.74x). The 10 topics x 5,000 partitions log: 1.11 -> 1.09 s (184 bodies), sized
+  0.61 -> 0.59 s: its ten topics are all touched by every body, so it was already paying per
+  partition changed, not per topic. Cold bodies unchanged: 58 -> 60 ms encoded, 39 -> 37 ms sized
+  (1M default images, load 7.8; 41.6 -> 41.8 ms on the large shape). What remains is per touched
+  topic (~670 a body at 1M: the identity scan of its ~25 registrations, memory-bound) and per
+  changed partition (~2,000 a body: its encode). benchmarks/full_image_bench.py prints a warm
+  and a cold memo against the batch's own encoding of the same bodies.
 - A cold memo (each Spark unit's first full image, from its unpacked image: every TopicImage
   and registration object is new) builds each topic in one pass (``_fresh``): states encoded from
   the registration's fields by the positional encoder (layout.struct_args_encoder, as
   builders.py; no state object; on a failure the object is made and the codec's encoder raises
   the translated error), offline replicas computed only when ``registered.issuperset`` fails.
-  Entries are keyed by the topic id's ``int`` (uuid.UUID.__hash__ is a Python function).
   Measured cold bodies of the images at 500k records (A/B in one process, load 3.0 on 2 cores):
   default shape (2,030 topics, 50,877 partitions) 82 -> 48-64 ms encoded, 59 -> 39 ms sized;
   10 large topics (60,386 partitions) 91 -> 36 ms encoded, 60 -> 31 ms sized.
@@ -51,8 +66,9 @@ Rules of this module:
   against the sizer and the encoder in tests/replay/test_full_image_sizes.py). Cold sized bodies
   of the 500k images 59 -> 27 ms (default shape), 60 -> 14 ms (10 large topics); the 226 sized
   bodies of the 1M-record default log 1.84 -> 1.61 s (load 3.9).
-- Why the bytes cannot differ: a topic state's bytes are a function of exactly the key's parts
-  (name and id are the TopicImage's; the states are built as the batch builds a state from the
+- Why the bytes cannot differ: a topic's pieces are a function of exactly what its record was
+  made from (the TopicImage's name, its id, each registration object, the version, the epoch,
+  the registered brokers; the states are built as the batch builds a state from the
   context: ``_state``, the same maker and values as ``_add_update_metadata_partition``), and the
   body is the batch's own envelope (UpdateMetadataBuilder, the same live brokers, epochs and
   type) with the topic array spliced at its fixed offset, as builders.py splices LeaderAndIsr
@@ -60,6 +76,11 @@ Rules of this module:
   delta of the real sample and of generated logs (hypothesis), and decodes it back.
 - Scope: v5+ (topic states grouped by topic). Below v5 (``--ibp`` of 2.1 and older) the states
   are ungrouped and the oldest versions check endpoints: the propagator keeps the batch path.
+- Why the kept array cannot drift: tests/replay/test_full_image_array.py runs random sequences
+  of images (topics created, emptied, deleted and re-created, partitions changed, added and
+  reordered, the topics mapping reordered, new epochs, brokers coming and going) with encoded
+  and sized bodies of several versions interleaved on one memo, each body against the batch's
+  encoding of the same request. On any error the array is dropped (no half-updated record).
 - No I/O; a ``TopicPieces`` is a memo of a pure function, so a process may share one
   (propagator.py does, bounded as above) and a fresh one gives the same bytes.
 """
