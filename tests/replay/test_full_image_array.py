@@ -104,8 +104,8 @@ class _Cluster:
             n = len(topic.partitions)
             self.apply([self.partition(topic.id, n + k, b) for k in range(1 + b % 2)])
         elif kind in ("reorder", "same"):
-            parts = dict(reversed(list(topic.partitions.items()))) if kind == "reorder" else dict(topic.partitions)
-            self.image = attrs.evolve(image, topics={**image.topics, topic.id: TopicImage(topic.id, topic.name, parts)})
+            mapping = dict(reversed(list(topic.partitions.items()))) if kind == "reorder" else dict(topic.partitions)
+            self.image = attrs.evolve(image, topics={**image.topics, topic.id: TopicImage(topic.id, topic.name, mapping)})
         elif kind == "shuffle":  # the same topics in another order (an unpacked image may have any)
             self.image = attrs.evolve(image, topics=dict(reversed(list(image.topics.items()))))
         elif kind == "epoch":
