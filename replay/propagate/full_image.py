@@ -279,6 +279,7 @@ class _Topic:
     data: bytes = b""  # encoded: the pieces joined (what the body joins: one piece per topic)
     size: int = 0  # sized: the sum of pieces
     split: bool = False  # encoded states in three pieces (after the first new epoch), else whole
+    epoch: int = 0  # the controller epoch written in every encoded state (else some hold another)
 
 
 def _changed(parts: Mapping[int, PartitionRegistration], rec: _Topic) -> list[int] | None:
@@ -386,8 +387,7 @@ class TopicPieces:
 
     def _refresh(self, arr: _Array, image: MetadataImage, registered: frozenset[int]) -> None:
         layout = _layout(arr.version)
-        if arr.epoch != image.epoch:
-            _reepoch(arr, image.epoch, layout)
+        epoch = arr.epoch = image.epoch  # new states get it; the kept ones at the end (_reepoch)
         names, topics = image.topic_ids_by_name, image.topics
         if not (topics is arr.topics or _same_keys(topics, arr.keys)) or (names is not arr.names and names != arr.names):
             self._replace(arr, names, topics)
@@ -401,16 +401,20 @@ class TopicPieces:
         else:
             for i in itertools.compress(range(len(records)), map(operator.is_not, now, arr.seen)):
                 rec, topic = records[i], now[i]
-                if topic is not None and rec.pieces and topic.name == rec.name:  # the usual case, inline:
-                    parts, keys = topic.partitions, rec.keys  # only registrations changed (_changed)
-                    if len(parts) == len(keys) and list(parts) == keys:
-                        changed = list(itertools.compress(range(len(keys)), map(operator.is_not, parts.values(), rec.regs)))
-                        if len(changed) < len(keys):
-                            if changed:
-                                self._patch(rec, topic, changed, layout, arr)
-                            continue
+                if topic is not None and rec.pieces and topic.name == rec.name:  # the usual case
+                    changed = _changed(topic.partitions, rec)
+                    if changed is not None:
+                        if len(changed) == len(rec.keys):  # every registration new (an unpacked image)
+                            self._fresh(rec, topic, layout, arr)
+                        elif changed:
+                            self._patch(rec, topic, changed, layout, arr)
+                        continue
                 self._update(rec, topic, layout, arr, walk=False)
         arr.seen = now
+        if not arr.sized:
+            for rec in records:
+                if rec.epoch != epoch and rec.pieces:
+                    _reepoch(rec, epoch, layout)
 
     def _replace(self, arr: _Array, names: Mapping[str, uuid.UUID], topics: Mapping[uuid.UUID, TopicImage]) -> None:
         """Records placed again for another names mapping or topics order: a kept id keeps its
@@ -430,11 +434,10 @@ class TopicPieces:
         arr.keys, arr.where, arr.records, arr.seen, arr.topic_ids = list(topics), where, records, tuple(seen), None
 
     def _update(self, rec: _Topic, topic: TopicImage | None, layout: _Layout, arr: _Array, walk: bool) -> None:
-        """The record made for ``topic`` (its name's object now): patched in place when only
-        registrations changed (same partitions and order, same brokers), walked when the
-        partitions or brokers differ (states kept where the registration object and offline
-        replicas are the same), made anew when new or when every registration is new (a
-        Spark unit's unpacked image: one pass is cheaper than patching each)."""
+        """The record made for ``topic`` (its name's object now) when not only registrations
+        changed (_refresh patches those): made anew when new or renamed, emptied without
+        partitions, else walked (other partitions or order, other brokers: states kept where
+        the registration object and offline replicas are the same)."""
         if topic is None or not topic.partitions:
             if rec.pieces:
                 rec.pieces, rec.data, rec.size, rec.keys, rec.regs, rec.offline, rec.slots = _NONE, b"", 0, _NONE, _NONE, _NONE, _NONE
@@ -444,19 +447,12 @@ class TopicPieces:
             arr.topic_ids = None  # a topic (or its name) in the array again
             self._fresh(rec, topic, layout, arr)
             return
-        if not walk:
-            changed = _changed(topic.partitions, rec)
-            if changed is not None:
-                if len(changed) == len(rec.keys):
-                    self._fresh(rec, topic, layout, arr)
-                elif changed:
-                    self._patch(rec, topic, changed, layout, arr)
-                return
         self._walk(rec, topic, layout, arr, same_brokers=not walk)
 
     def _patch(self, rec: _Topic, topic: TopicImage, changed: list[int], layout: _Layout, arr: _Array) -> None:
         """The states at ``changed`` re-encoded into their slots (same partitions, same brokers)."""
         sized = arr.sized
+
         registered, epoch, name = arr.registered, arr.epoch, topic.name
         parts = topic.partitions
         keys, slots, regs, offline, pieces = rec.keys, rec.slots, rec.regs, rec.offline, rec.pieces
@@ -497,12 +493,15 @@ class TopicPieces:
         offline = [() if superset(reg.replicas) else tuple([r for r in reg.replicas if r not in registered])
                    for reg in regs]
         n = len(keys)
+        head: Any = rec.head if rec.name == name else None  # kept: same name, id, kind (None when new)
         if sized:
-            head: Any = layout.topic_head_size(name, rec.tid)
+            if head is None:
+                head = layout.topic_head_size(name, rec.tid)
             by_key: list[Any] = [_state_size(layout, name, p, reg, epoch, off)
                                  for p, reg, off in zip(keys, regs, offline, strict=True)]
         else:
-            head = layout.topic_head(name, rec.tid)
+            if head is None:
+                head = layout.topic_head(name, rec.tid)
             args = layout.encode_state_args
             try:
                 by_key = [args(name, p, epoch, reg.leader, reg.leader_epoch, reg.isr, reg.partition_epoch,
@@ -523,7 +522,7 @@ class TopicPieces:
                 states[j] = state
         rec.name, rec.head, rec.keys, rec.regs, rec.offline = name, head, keys, regs, offline
         rec.slots = list(range(1, n + 1)) if type(at) is range else [j + 1 for j in at]
-        rec.split = False
+        rec.split, rec.epoch = False, epoch
         if sized:
             rec.pieces = [head + array_count_size(n, layout.flexible), *states, len(layout.topic_tail)]
             rec.size = sum(rec.pieces)
@@ -593,30 +592,27 @@ def _same_keys(topics: Mapping[uuid.UUID, TopicImage], keys: list[uuid.UUID]) ->
     return len(topics) == len(keys) and list(topics) == keys
 
 
-def _reepoch(arr: _Array, controller_epoch: int, layout: _Layout) -> None:
-    """Every kept state given another controller epoch, nothing re-encoded: a state's size does
-    not depend on it (int32), and its bytes differ only at layout.state_epoch_at. A whole state
-    is split there (once per topic: _Topic), a split one gets the new shared epoch piece (one C
-    slice assignment per topic); each topic is joined again."""
-    arr.epoch = controller_epoch
-    if arr.sized:
-        return
-    epoch = arr.epoch_piece()
-    for rec in arr.records:
-        pieces = rec.pieces
-        if not pieces:
-            continue
-        n = len(rec.keys)
-        if rec.split:
-            pieces[2:-1:3] = [epoch] * n
-        else:
-            states = pieces[1:-1]
-            split = zip(map(layout.state_pre, states), itertools.repeat(epoch, n), map(layout.state_post, states),
-                        strict=True)
-            pieces = rec.pieces = [pieces[0], *itertools.chain.from_iterable(split), pieces[-1]]
-            rec.slots = [3 * slot for slot in rec.slots]  # state j: piece 1 + j whole, 3 + 3j split
-            rec.split = True
-        rec.data = b"".join(pieces)
+def _reepoch(rec: _Topic, controller_epoch: int, layout: _Layout) -> None:
+    """The topic's encoded states given another controller epoch, nothing re-encoded: a state's
+    bytes differ only at layout.state_epoch_at. A whole state is split there (once per record:
+    _Topic), a split one gets the new shared epoch piece (one C slice assignment); the topic is
+    joined again. Done at the end of a body for every record whose ``epoch`` is not the image's:
+    a patched or walked record may hold states of both epochs, and each gets the new one; a
+    record made anew (``_fresh``: an unpacked image's topics) holds only the new epoch: skipped."""
+    pieces = rec.pieces
+    n = len(rec.keys)
+    epoch = _EPOCH32.pack(controller_epoch)
+    if rec.split:
+        pieces[2:-1:3] = [epoch] * n
+    else:
+        states = pieces[1:-1]
+        split = zip(map(layout.state_pre, states), itertools.repeat(epoch, n), map(layout.state_post, states),
+                    strict=True)
+        pieces = rec.pieces = [pieces[0], *itertools.chain.from_iterable(split), pieces[-1]]
+        rec.slots = [3 * slot for slot in rec.slots]  # state j: piece 1 + j whole, 3 + 3j split
+        rec.split = True
+    rec.data = b"".join(pieces)
+    rec.epoch = controller_epoch
 
 
 class _ImageStates(Sequence[Any]):

@@ -2,7 +2,7 @@
 epoch piece) against the batch's bytes, over random sequences of images: topics created
 (with and without partitions), deleted and re-created under another id, partitions changed,
 added and reordered, topic objects replaced as they are, the topics mapping in another order,
-new controller epochs, brokers
+new controller epochs (alone and with the other changes in one image), brokers
 registering and leaving, with encoded and sized bodies of several versions interleaved on one
 memo. After each image the body equals the batch's encoding of the same request (its builder
 encodes the partition states from state objects: the codec, no piece), sized ones its length,
@@ -31,8 +31,8 @@ from ctrlbatch.replay.propagate.full_image import TopicPieces, full_image_body
 
 from .test_full_image import _rec, _register
 
-KINDS = ("create", "create_empty", "delete", "recreate", "change", "add", "reorder", "same", "shuffle", "epoch", "epoch",
-         "broker")
+BASE = ("create", "create_empty", "delete", "recreate", "change", "add", "reorder", "same", "shuffle", "epoch", "broker")
+KINDS = (*BASE, "epoch", "epoch+change", "epoch+broker", "epoch+add", "epoch+create")  # +: a new epoch in the same image
 STEPS = st.lists(
     st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6), st.integers(0, 10**6), st.booleans(),
               st.sampled_from([8, 8, 8, 8, 8, 7, 6, 5])),
@@ -75,6 +75,9 @@ class _Cluster:
         return self.image.topics[named[pick % len(named)][1]] if named else None
 
     def step(self, kind: str, a: int, b: int) -> None:
+        if kind.startswith("epoch+"):
+            self.step(kind.removeprefix("epoch+"), a, b)
+            kind = "epoch"
         image, topic = self.image, self.topic(a)
         if kind in ("create", "create_empty"):
             name = f"t{a % 12}"
