@@ -39,19 +39,23 @@ Rules of this module:
   epochs, ``_layout`` requires it), so a sized state keeps its size, and an encoded state is
   split there into three pieces (before, the epoch, after: ``_Topic.split``) the first time, once
   per topic, after which each new epoch is one C slice assignment of one shared epoch piece per
-  topic and a join (``_reepoch``; 22 new epochs on the 1M-record default log, 291 at 10M). A
+  topic and a join (``_reepoch``; 22 new epochs on the 1M-record default log, 291 at 10M). It is
+  written at the end of the body, into the kept records only: new states are encoded with it,
+  and a record made anew (every topic of a Spark unit's unpacked image) skips the split. A
   cold record stays whole: splitting every state when made would cost the cold body ~10%.
 - Measured (A/B in one process on the same images against main 151f1b0's module, every body
-  compared; /tmp/fi/offline.py over the 226 full images of the 1M-record default log, process
-  CPU, best of 4, load 9.7 on 2 cores): encoded 2.59 -> 2.16 s (11.4 -> 9.6 ms a body, 0.83x),
-  sized 1.67 -> 1.31 s (0.78x); inside the replay (wall, load 7.8): 4.17 -> 3.63 s (0.87x), sized
-  2.77 -> 2.06 s (0.74x). The 10 topics x 5,000 partitions log: 1.11 -> 1.09 s (184 bodies), sized
-  0.61 -> 0.59 s: its ten topics are all touched by every body, so it was already paying per
-  partition changed, not per topic. Cold bodies unchanged: 58 -> 60 ms encoded, 39 -> 37 ms sized
-  (1M default images, load 7.8; 41.6 -> 41.8 ms on the large shape). What remains is per touched
-  topic (~670 a body at 1M: the identity scan of its ~25 registrations, memory-bound) and per
-  changed partition (~2,000 a body: its encode). benchmarks/full_image_bench.py prints a warm
-  and a cold memo against the batch's own encoding of the same bodies.
+  compared). The 226 full images of the 1M-record default log (/tmp/fi/offline.py, process
+  CPU, best of 4, load 2.9 on 2 cores): encoded 2.50 -> 1.95 s (11.1 -> 8.6 ms a body, 0.78x),
+  sized 1.48 -> 1.24 s (0.84x); inside the replay (wall, load 4.9): 6.04 -> 5.10 s (0.84x), sized
+  4.01 -> 2.95 s (0.74x). The 10 topics x 5,000 partitions log (184 bodies, load 4.2): 1.16 ->
+  1.09 s, sized 0.63 -> 0.63 s: its ten topics are all touched by every body, so it was already
+  paying per partition changed, not per topic. Cold bodies unchanged: 66 -> 64 ms encoded, 44
+  -> 43 ms sized (1M default images; 43 -> 43 and 23 -> 21 ms on the large shape); a Spark unit's
+  first body on a memo kept from an earlier unit (an unpacked image: every object new) 87 -> 72 ms.
+  What remains is per touched topic (~670 a body at 1M: the identity scan of its ~25
+  registrations, memory-bound, and its join) and per changed partition (~2,000 a body: its
+  encode). benchmarks/full_image_bench.py prints a warm and a cold memo against the batch's own
+  encoding of the same bodies.
 - A cold memo (each Spark unit's first full image, from its unpacked image: every TopicImage
   and registration object is new) builds each topic in one pass (``_fresh``): states encoded from
   the registration's fields by the positional encoder (layout.struct_args_encoder, as
