@@ -73,7 +73,9 @@ PartitionRegistration.merge, BrokerRegistration.cloneWith):
   no topic up again; the name check compares the ids' ints (``!=`` on UUIDs runs
   UUID.__eq__ in Python); ``tid in created`` is not asked of an empty set. Fold alone
   (apply_delta over the 2,201 deltas with records of the 100k-record default log, cachegrind):
-  1.381 G -> 0.877 G instructions (-36.5%).
+  1.381 G -> 0.877 G instructions (-36.5%); the large shape's 200k-record log (10 topics of
+  5,000 partitions) 2.404 G -> 1.417 G (-41%). What remains there is mostly copy on write: each
+  changed topic's partitions map is copied whole (5,000 entries in the large shape).
 - A *partial* image (all brokers, features, only some topics) is allowed wherever the topics a
   delta touches are present: see ``_touched_topics`` / ``_needs_full_image`` in propagator.py.
 Not kept (no field of LeaderAndIsr v7, UpdateMetadata v8 or StopReplica v4 uses them):
