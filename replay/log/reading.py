@@ -30,7 +30,8 @@ Rules of this module:
 - Hot path: each check's usual case (the next offset, the same epoch, past the start offset) is
   tested inline and the check itself runs only otherwise; ``resume()`` uses the size the segment
   reader saw when it began (what it reads to) rather than a stat per call, since the Spark
-  planner asks after every delta.
+  planner asks after every delta. A batch of NoOps only (half of a log's batches) that passes
+  the inline checks is counted inline too (count_batch's two counters, without its call).
 """
 
 from __future__ import annotations
@@ -283,7 +284,11 @@ class LogReader:
                 e = batch.epoch
                 if e >= 0 and e == epochs.epoch and batch.base_offset >= start:
                     offsets.expected, offsets.corrupt = batch.last_offset + 1, stats.corrupt.total  # corrupt_count, no call
-                    count_batch(stats, batch)
+                    if batch.records or batch.control:
+                        count_batch(stats, batch)
+                    else:  # NoOps only (half of a log's batches): count_batch's two counts, without its call
+                        stats.batches += 1
+                        stats.noops += batch.noops
                     yield batch
                     continue
             admitted = self.admit(batch, self._span(batch))

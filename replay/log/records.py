@@ -16,6 +16,9 @@ log whose batches mostly hold one record. ``trusted_constructor`` fills a twin c
 slot layout with plain stores, then switches the object's class (requests/model.py's trick, with
 its checks: same slots in the same order, same size, no __dict__ or __weakref__, which is why these
 classes have no weakref slot); tests/replay/test_reading_fast.py checks the values are equal.
+A class made with attrs' ``cache_hash=True`` (image.PartitionRegistration) has one more slot
+after its fields, attrs' cached hash, which the constructor sets to None as attrs' __init__ does
+(tests/replay/test_engine_noop_moves.py checks the values and their hashes).
 """
 
 from __future__ import annotations
@@ -155,15 +158,19 @@ class LogBatch:
         return f"LogBatch({self.base_offset}-{self.last_offset} e{self.epoch}, {kind}{noops})"
 
 
+_CACHED_HASH = "_attrs_cached_hash"  # the slot attrs adds for cache_hash=True (None until __hash__ fills it)
+
+
 def trusted_constructor(cls: Any) -> Callable[..., Any]:
     """make(attribute, ...) for a frozen slotted attrs class without a weakref slot: every
     attribute positionally in field order, no converters or validators (see the module rules)."""
     names = [a.name for a in attrs.fields(cls)]
     twin = type(f"_{cls.__name__}Filling", cls.__bases__, {"__slots__": cls.__slots__})
-    fits = tuple(cls.__slots__) == tuple(names) and twin.__basicsize__ == cls.__basicsize__
+    cached = tuple(cls.__slots__) == (*names, _CACHED_HASH)  # attrs' cache_hash=True: the hash not made yet
+    fits = (tuple(cls.__slots__) == tuple(names) or cached) and twin.__basicsize__ == cls.__basicsize__
     if not fits or cls.__dictoffset__ or cls.__weakrefoffset__:
         raise TypeError(f"{cls.__name__}: its slots {cls.__slots__} do not fit a trusted constructor")
-    stores = "".join(f"    _obj_.{n} = {n}\n" for n in names)
+    stores = "".join(f"    _obj_.{n} = {n}\n" for n in names) + (f"    _obj_.{_CACHED_HASH} = None\n" if cached else "")
     text = f"def make({', '.join(names)}):\n    _obj_ = _new(_Twin)\n{stores}    _obj_.__class__ = _Cls\n    return _obj_\n"
     where = f"<ctrlbatch make {cls.__module__}.{cls.__qualname__}>"
     made: Callable[..., Any] = compile_source(text, where, {"_new": object.__new__, "_Cls": cls, "_Twin": twin})["make"]
