@@ -52,13 +52,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .class_archive import ClassArchive, after_start, archive_plan
 from .master import check_master, session_start
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "DEFAULT_MASTER", "REPLAY_JAVA_OPTIONS", "SESSION_CONF", "driver_java_options", "spark_session", "quiet_log4j_file",
+    "DEFAULT_MASTER", "REPLAY_JAVA_OPTIONS", "SESSION_CONF", "class_archive_state", "driver_java_options", "spark_session",
+    "quiet_log4j_file",
 ]
 
 DEFAULT_MASTER = "local[*]"
@@ -109,6 +111,7 @@ logger.transport.level = off
 _JVM_NOISE = (b"WARNING: Using incubator modules:",)  # lines quiet=True drops from the JVM's stderr
 _log4j: Path | None = None
 _lock = threading.Lock()
+_archive_state = "off"  # what the last JVM this process started did with its class archive
 
 
 def quiet_log4j_file() -> Path:
@@ -197,6 +200,12 @@ def _driver_java_options(java_options: tuple[str, ...]) -> str:
     return " ".join((*java_options, f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()}", "-Duser.timezone=UTC"))
 
 
+def class_archive_state() -> str:
+    """What the last driver JVM this process started did with its class archive: 'off', 'used',
+    'rejected' (not mapped: deleted for the next run), 'dumping' (written at exit), 'unknown'."""
+    return _archive_state
+
+
 def spark_session(
     master: str | None = None,
     *,
@@ -204,6 +213,7 @@ def spark_session(
     conf: dict[str, str] | None = None,
     quiet: bool = False,
     java_options: tuple[str, ...] = (),
+    class_archive: ClassArchive | None = None,
 ) -> SparkSession:
     """Get (or create) the replay's SparkSession.
 
@@ -211,7 +221,10 @@ def spark_session(
     ``conf`` adds or overrides settings (e.g. ``spark.default.parallelism`` in tests).
     ``quiet`` drops the JVM's start-up warning line too (module rules).
     ``java_options``: more options for the driver JVM when this call starts it (module rules).
+    ``class_archive``: map (or write) a class-data-sharing archive for that JVM (spark/class_archive.py);
+    a local master only.
     """
+    global _archive_state
     if master is not None and (not isinstance(master, str) or not master.strip()):
         raise ValueError(f"master must be a Spark master URL such as 'local[2]' or 'spark://host:7077', got {master!r}")
     _check_java_options(java_options)
@@ -221,6 +234,7 @@ def spark_session(
     _prepare_environment(local)
     _drop_py4j_tracebacks()
 
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     if effective is not None and SparkSession.getActiveSession() is None:
@@ -233,6 +247,13 @@ def spark_session(
     settings["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
     settings["spark.executorEnv.TZ"] = "UTC"
     settings.update(conf or {})
+    new_jvm = not submitted and SparkContext._gateway is None
+    plan = None
+    ours = settings.get("spark.driver.extraJavaOptions") == _driver_java_options(java_options)
+    if class_archive is not None and local and new_jvm and ours:
+        plan = archive_plan(java_options, settings.get("spark.driver.memory", ""), class_archive)
+        if plan is not None:
+            settings["spark.driver.extraJavaOptions"] = _driver_java_options((*java_options, *plan.options))
 
     builder = SparkSession.builder.appName(app_name)
     if effective is not None:
@@ -243,4 +264,8 @@ def spark_session(
     with _jvm_stderr_filtered(quiet and starts_jvm), session_start(effective):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if new_jvm:
+        _archive_state = "off" if plan is None else after_start(
+            plan, getattr(SparkContext._gateway, "proc", None), session.stop, class_archive or ClassArchive()
+        )
     return session
