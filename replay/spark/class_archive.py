@@ -19,7 +19,8 @@ Rules of this module:
   unique name; at this process's exit the JVM's stdin is closed (as Python's exit does anyway: the
   gateway then calls System.exit), the dump awaited (``dump_wait_s``) and the file renamed into
   place only if the JVM exited with 0. Concurrent runs each write their own file; the last rename
-  wins and a reader never sees a partial file. Files left by a killed run are removed after a day.
+  wins and a reader never sees a partial file. Files left by a killed run are removed after a day;
+  each use touches its archive, and one unused for 30 days (an old install's) is removed.
 - Nothing about it reaches the user: -Xshare:auto (an unusable archive is skipped, never fatal) and
   the JVM's cds/class+path logging off (its warnings would go to the JVM's stdout, which is ours).
   A run whose JVM did not map the archive (/proc/PID/maps: a corrupt or foreign file) deletes it,
@@ -68,6 +69,7 @@ class ClassArchive:
     dump: str = "-XX:ArchiveClassesAtExit={path}"
     dump_wait_s: float = 60.0
     stale_partial_s: float = 86_400.0
+    unused_archive_s: float = 30 * 86_400.0
 
 
 CLASS_ARCHIVE = ClassArchive()
@@ -150,11 +152,13 @@ def _ours(path: Path) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_size > 0
 
 
-def _remove_stale_partials(directory: Path, now: float, age_s: float) -> None:
-    for entry in directory.glob("*.partial-*"):
-        with contextlib.suppress(OSError):
-            if now - os.lstat(entry).st_mtime > age_s:
-                entry.unlink()
+def _remove_stale(directory: Path, now: float, settings: ClassArchive) -> None:
+    """Partial files of killed runs after a day; archives no run used for 30 days (an old install's)."""
+    for pattern, age_s in (("*.partial-*", settings.stale_partial_s), ("*.jsa", settings.unused_archive_s)):
+        for entry in directory.glob(pattern):
+            with contextlib.suppress(OSError):
+                if now - os.lstat(entry).st_mtime > age_s:
+                    entry.unlink()
 
 
 def archive_plan(java_options: tuple[str, ...], driver_memory: str, settings: ClassArchive = CLASS_ARCHIVE) -> ArchivePlan | None:
@@ -168,11 +172,13 @@ def archive_plan(java_options: tuple[str, ...], driver_memory: str, settings: Cl
     try:
         for path in directory.glob(f"{key}.*.jsa"):
             if _ours(path) and path.name == _final_name(key, os.lstat(path).st_size):
+                with contextlib.suppress(OSError):
+                    os.utime(path)  # its mtime says when it was last used (see _remove_stale)
                 return ArchivePlan(path, None, (*settings.quiet, settings.use.format(path=path)))
             path.unlink()  # not ours, or not the size it was written with (the JVM dies of a short one)
     except OSError:
         return None
-    _remove_stale_partials(directory, time.time(), settings.stale_partial_s)
+    _remove_stale(directory, time.time(), settings)
     partial = directory / f"{key}.partial-{os.getpid()}-{os.urandom(4).hex()}"
     return ArchivePlan(directory / f"{key}.jsa", partial, (*settings.quiet, settings.dump.format(path=partial)))
 

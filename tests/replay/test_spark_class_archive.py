@@ -111,6 +111,23 @@ def test_partials_of_killed_runs_are_removed_after_a_day(cache: Path) -> None:
     assert not old.exists() and fresh.exists()
 
 
+def test_a_used_archive_is_touched_and_one_unused_for_30_days_is_removed(cache: Path) -> None:
+    plan = archive_plan(OPTIONS, "2g")
+    assert plan is not None
+    ours = cache / f"{plan.path.stem}.5.jsa"
+    ours.write_bytes(b"12345")
+    month_ago = time.time() - CLASS_ARCHIVE.unused_archive_s - 60
+    os.utime(ours, (month_ago, month_ago))
+    assert archive_plan(OPTIONS, "2g") is not None
+    assert time.time() - ours.stat().st_mtime < 60
+    old_install, recent = cache / "spark-0.0.0-old.7.jsa", cache / "spark-0.0.0-recent.7.jsa"
+    for path in (old_install, recent):
+        path.write_bytes(b"1234567")
+    os.utime(old_install, (month_ago, month_ago))
+    assert archive_plan(OPTIONS, "1g") is not None  # another key: a dump, which clears what nobody used
+    assert not old_install.exists() and recent.exists() and ours.exists()
+
+
 @given(st.lists(st.sampled_from(["-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx1g"]), max_size=3),
        st.sampled_from(["1g", "2g"]))
 def test_the_key_follows_the_options_and_memory(options: list[str], memory: str) -> None:
