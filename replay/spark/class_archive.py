@@ -32,8 +32,11 @@ Rules of this module:
   ``SPARK_CONF_DIR``, ``SPARK_CLASSPATH``, ``SPARK_DIST_CLASSPATH``, ``HADOOP_CONF_DIR``,
   ``YARN_CONF_DIR`` or an existing ``$SPARK_HOME/conf`` (class path directories) turns it off too.
 
-Figures (local[2], load named; JVM CPU = utime+stime of the driver JVM at session ready plus a
-first job; see session.py's rules for the whole-run figures).
+Figures: session.py's rules (whole runs). Where the driver JVM's CPU went in one replay of the
+100k-record generated log (per thread, /proc/PID/task, load 10-11), without -> with the archive:
+py4j's request threads (context start, job calls) 2.52 -> 1.12 s, the main thread (SparkSubmit's
+class loading) 1.18 -> 0.61, the C1 compiler threads 0.93 -> 0.87 (JIT work, which the archive does
+not hold), the VM thread (serial GC) 0.18 -> 0.10, the executor threads 0.34 -> 0.18.
 """
 
 from __future__ import annotations

@@ -29,6 +29,18 @@ Rules of this module (pyspark-notes.md Part B):
   JVM CPU; the 1M-record one, load 2-2.7: 11.6 -> 5.6-5.8 s, the whole run 68.2 -> 59.6-62.8 s
   of CPU, 37.2 -> 34.2-36.1 s; the workers' CPU unchanged). Not the default of ``spark_session``: DataFrame and
   Arrow work in the JVM runs about 2x slower with them (pyspark-notes.md §6.2; tables_bench).
+- ``class_archive`` (the replay passes ``CLASS_ARCHIVE``; spark/class_archive.py, its rules): with
+  a local master the driver JVM maps an application class-data-sharing archive, written at the
+  first run's exit into a private per-user cache, so the ~10k classes of Spark's start-up arrive
+  parsed and verified. The JVM's CPU per run (local[2], interleaved A/B, the tree's CPU polled from
+  /proc): the 100k-record generated log, load 3.3-4.8: 4.9-6.0 -> 2.6-3.4 s (mean 5.3 -> 2.9),
+  session ready at 5.5-10.9 -> 2.9-7.0 s from process start, the tree's CPU 13.2 -> 11.3 s; the 1M
+  one, load 7.2-10.8: 5.3-5.9 -> 2.9-3.0 s (mean 5.57 -> 2.99), ready at 8.9-11.4 -> 4.1-5.4 s,
+  the tree's CPU 59.9 -> 56.9 s (wall at that load told nothing: 103-112 vs 90-120 s). The first run
+  pays once: ~+12 s of JVM CPU and ~+10 s of wall (recording, then the ~116 MB dump at exit).
+  ``CTRLBATCH_SPARK_CLASS_ARCHIVE=off`` turns it off. A stdin EOF is what ends the JVM (as at
+  any exit of this process); the dump's exit hook stops the session first, so Python's
+  accumulator server does not report the JVM's going away.
 - The driver's log4j file applies whatever the master (the driver is this process's JVM); a
   cluster's executors keep their own logging.
 - py4j reports a failed gateway call twice: it raises Py4JNetworkError (which the command turns

@@ -196,3 +196,23 @@ def test_an_archive_is_written_then_used_and_a_bad_one_is_dropped_silently(cache
     truncated.write_bytes(b"\0" * 1024)
     state, files = _run(cache, tmp_path)
     assert state == "dumping" and len(files) == 1 and files[0].stat().st_size > 1_000_000
+
+
+def test_the_replay_asks_for_the_class_archive(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from typing import Any
+
+    from ctrlbatch.common import CommandError
+    from ctrlbatch.replay.run import job
+    from ctrlbatch.replay.spark import session
+    from ctrlbatch.replay.spark.master import MasterError
+
+    seen: dict[str, Any] = {}
+
+    def fake(master: str | None, **kwargs: Any) -> Any:
+        seen.update(kwargs)
+        raise MasterError("stop here")
+
+    monkeypatch.setattr(session, "spark_session", fake)
+    with pytest.raises(CommandError, match="--master: stop here"):
+        job._run_spark(job.ReplayJob(path=str(tmp_path), master="local[2]"), None, None, {})  # type: ignore[arg-type]
+    assert seen["class_archive"] is CLASS_ARCHIVE
