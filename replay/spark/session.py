@@ -31,7 +31,7 @@ Rules of this module (pyspark-notes.md Part B):
   Arrow work in the JVM runs about 2x slower with them (pyspark-notes.md §6.2; tables_bench).
 - ``class_archive`` (the replay passes ``CLASS_ARCHIVE``; spark/class_archive.py, its rules): with
   a local master the driver JVM maps an application class-data-sharing archive, written at the
-  first run's exit into a private per-user cache, so the ~10k classes of Spark's start-up arrive
+  first run's exit into a private per-user cache, so the classes of Spark's start-up arrive
   parsed and verified. The JVM's CPU per run (local[2], interleaved A/B, the tree's CPU polled from
   /proc): the 100k-record generated log, load 3.3-4.8: 4.9-6.0 -> 2.6-3.4 s (mean 5.3 -> 2.9),
   session ready at 5.5-10.9 -> 2.9-7.0 s from process start, the tree's CPU 13.2 -> 11.3 s; the 1M
@@ -40,7 +40,10 @@ Rules of this module (pyspark-notes.md Part B):
   pays once: ~+12 s of JVM CPU and ~+10 s of wall (recording, then the ~116 MB dump at exit).
   ``CTRLBATCH_SPARK_CLASS_ARCHIVE=off`` turns it off. A stdin EOF is what ends the JVM (as at
   any exit of this process); the dump's exit hook stops the session first, so Python's
-  accumulator server does not report the JVM's going away.
+  accumulator server does not report the JVM's going away. Tried beside it, no effect beyond the
+  noise: -XX:-UsePerfData, -XX:CICompilerCount=1 (JVM CPU 4.1-4.5 s either way for a session and
+  two small jobs, load 4.4-5.3). Not worth a thread: starting the JVM before the history is opened
+  would overlap ~0.04 s (open_history and the controller 0.02 s, the engine's imports 0.02 s at 1M).
 - The driver's log4j file applies whatever the master (the driver is this process's JVM); a
   cluster's executors keep their own logging.
 - py4j reports a failed gateway call twice: it raises Py4JNetworkError (which the command turns
