@@ -7,7 +7,7 @@ Rules of this module:
   the options that use or write an archive, how long the first run waits for the JVM to write it.
   ``CTRLBATCH_SPARK_CLASS_ARCHIVE=off`` (or 0, no, false) turns it off.
 - One archive per installation: its name is keyed (sha-256) by the java binary and libjvm.so
-  (path, size, mtime), PySpark's version and jars (names, sizes, mtimes) and the JVM options
+  (path, size, mtime), PySpark's version and jars (directory; names, sizes, mtimes) and the JVM options
   (``java_options`` and the driver's memory), so a changed install or option never maps a stale
   one; the JVM checks the rest itself (its build, the class path and each jar's size and mtime).
 - The cache is ``$XDG_CACHE_HOME/ctrlbatch/spark-classes`` (``~/.cache`` without it), made 0700;
@@ -136,7 +136,7 @@ def archive_key(java_options: tuple[str, ...], driver_memory: str) -> str | None
         return None
     digest = hashlib.sha256()
     for part in (_stamp(java), _stamp(java.parent.parent / "lib" / "server" / "libjvm.so"), pyspark.__version__,
-                 *listing, *java_options, driver_memory):
+                 str(jars), *listing, *java_options, driver_memory):  # the JVM checks the class path's own paths
         digest.update(part.encode() + b"\0")
     return f"spark-{pyspark.__version__}-{digest.hexdigest()[:24]}"
 

@@ -137,6 +137,19 @@ def test_the_key_follows_the_options_and_memory(options: list[str], memory: str)
     assert key != archive_key(tuple(options), memory + "0")
 
 
+def test_the_key_follows_the_jars_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Two installs (venvs) of one PySpark: two archives, not one that each JVM rejects in turn."""
+    import pyspark
+
+    key = archive_key(OPTIONS, "2g")
+    other = tmp_path / "pyspark"
+    (other / "jars").mkdir(parents=True)
+    for jar in (Path(pyspark.__file__).parent / "jars").iterdir():  # the same names, sizes and mtimes
+        (other / "jars" / jar.name).symlink_to(jar)
+    monkeypatch.setattr(pyspark, "__file__", str(other / "__init__.py"))
+    assert archive_key(OPTIONS, "2g") not in (None, key)
+
+
 def _child(code: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
 
