@@ -36,7 +36,9 @@ Rules of this module (pyspark-notes.md Part B):
   /proc): the 100k-record generated log, load 3.3-4.8: 4.9-6.0 -> 2.6-3.4 s (mean 5.3 -> 2.9),
   session ready at 5.5-10.9 -> 2.9-7.0 s from process start, the tree's CPU 13.2 -> 11.3 s; the 1M
   one, load 7.2-10.8: 5.3-5.9 -> 2.9-3.0 s (mean 5.57 -> 2.99), ready at 8.9-11.4 -> 4.1-5.4 s,
-  the tree's CPU 59.9 -> 56.9 s (wall at that load told nothing: 103-112 vs 90-120 s). The first run
+  the tree's CPU 59.9 -> 56.9 s (wall at that load told nothing: 103-112 vs 90-120 s); the 1M
+  10-topic one, load 4.5-4.7, 2 pairs: JVM 4.97/5.29 -> 3.01/3.04 s, ready at 6.6/7.4 -> 4.1/5.0 s,
+  the tree's CPU 42.1/42.1 -> 40.0/39.3 s, wall 66.1/65.6 -> 61.6/56.2 s. The first run
   pays once: ~+12 s of JVM CPU and ~+10 s of wall (recording, then the ~116 MB dump at exit).
   ``CTRLBATCH_SPARK_CLASS_ARCHIVE=off`` turns it off. A stdin EOF is what ends the JVM (as at
   any exit of this process); the dump's exit hook stops the session first, so Python's
