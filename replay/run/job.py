@@ -214,13 +214,14 @@ def _run_local(job: ReplayJob, history: History, out: OutputDir | None) -> tuple
 
 
 def _run_spark(job: ReplayJob, history: History, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int, str]:
+    from ..spark.class_archive import CLASS_ARCHIVE
     from ..spark.engine import HistorySource, replay_spark
     from ..spark.master import MasterError
     from ..spark.progress import StageProgress
     from ..spark.session import REPLAY_JAVA_OPTIONS, spark_session
 
     try:
-        spark = spark_session(job.master, quiet=not job.progress, java_options=REPLAY_JAVA_OPTIONS)
+        spark = spark_session(job.master, quiet=not job.progress, java_options=REPLAY_JAVA_OPTIONS, class_archive=CLASS_ARCHIVE)
     except MasterError as e:
         raise CommandError(f"--master: {e}") from None
     # Absolute paths: executors of a cluster do not run in the driver's working directory.

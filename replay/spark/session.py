@@ -29,6 +29,23 @@ Rules of this module (pyspark-notes.md Part B):
   JVM CPU; the 1M-record one, load 2-2.7: 11.6 -> 5.6-5.8 s, the whole run 68.2 -> 59.6-62.8 s
   of CPU, 37.2 -> 34.2-36.1 s; the workers' CPU unchanged). Not the default of ``spark_session``: DataFrame and
   Arrow work in the JVM runs about 2x slower with them (pyspark-notes.md §6.2; tables_bench).
+- ``class_archive`` (the replay passes ``CLASS_ARCHIVE``; spark/class_archive.py, its rules): with
+  a local master the driver JVM maps an application class-data-sharing archive, written at the
+  first run's exit into a private per-user cache, so the classes of Spark's start-up arrive
+  parsed and verified. The JVM's CPU per run (local[2], interleaved A/B, the tree's CPU polled from
+  /proc): the 100k-record generated log, load 3.3-4.8: 4.9-6.0 -> 2.6-3.4 s (mean 5.3 -> 2.9),
+  session ready at 5.5-10.9 -> 2.9-7.0 s from process start, the tree's CPU 13.2 -> 11.3 s; the 1M
+  one, load 7.2-10.8: 5.3-5.9 -> 2.9-3.0 s (mean 5.57 -> 2.99), ready at 8.9-11.4 -> 4.1-5.4 s,
+  the tree's CPU 59.9 -> 56.9 s (wall at that load told nothing: 103-112 vs 90-120 s); the 1M
+  10-topic one, load 4.5-4.7, 2 pairs: JVM 4.97/5.29 -> 3.01/3.04 s, ready at 6.6/7.4 -> 4.1/5.0 s,
+  the tree's CPU 42.1/42.1 -> 40.0/39.3 s, wall 66.1/65.6 -> 61.6/56.2 s. The first run
+  pays once: ~+12 s of JVM CPU and ~+10 s of wall (recording, then the ~116 MB dump at exit).
+  ``CTRLBATCH_SPARK_CLASS_ARCHIVE=off`` turns it off. A stdin EOF is what ends the JVM (as at
+  any exit of this process); the dump's exit hook stops the session first, so Python's
+  accumulator server does not report the JVM's going away. Tried beside it, no effect beyond the
+  noise: -XX:-UsePerfData, -XX:CICompilerCount=1 (JVM CPU 4.1-4.5 s either way for a session and
+  two small jobs, load 4.4-5.3). Not worth a thread: starting the JVM before the history is opened
+  would overlap ~0.04 s (open_history and the controller 0.02 s, the engine's imports 0.02 s at 1M).
 - The driver's log4j file applies whatever the master (the driver is this process's JVM); a
   cluster's executors keep their own logging.
 - py4j reports a failed gateway call twice: it raises Py4JNetworkError (which the command turns
@@ -52,13 +69,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .class_archive import ClassArchive, after_start, archive_plan
 from .master import check_master, session_start
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "DEFAULT_MASTER", "REPLAY_JAVA_OPTIONS", "SESSION_CONF", "driver_java_options", "spark_session", "quiet_log4j_file",
+    "DEFAULT_MASTER", "REPLAY_JAVA_OPTIONS", "SESSION_CONF", "class_archive_state", "driver_java_options", "spark_session",
+    "quiet_log4j_file",
 ]
 
 DEFAULT_MASTER = "local[*]"
@@ -109,6 +128,7 @@ logger.transport.level = off
 _JVM_NOISE = (b"WARNING: Using incubator modules:",)  # lines quiet=True drops from the JVM's stderr
 _log4j: Path | None = None
 _lock = threading.Lock()
+_archive_state = "off"  # what the last JVM this process started did with its class archive
 
 
 def quiet_log4j_file() -> Path:
@@ -197,6 +217,12 @@ def _driver_java_options(java_options: tuple[str, ...]) -> str:
     return " ".join((*java_options, f"-Dlog4j2.configurationFile=file:{quiet_log4j_file()}", "-Duser.timezone=UTC"))
 
 
+def class_archive_state() -> str:
+    """What the last driver JVM this process started did with its class archive: 'off', 'used',
+    'rejected' (not mapped: deleted for the next run), 'dumping' (written at exit), 'unknown'."""
+    return _archive_state
+
+
 def spark_session(
     master: str | None = None,
     *,
@@ -204,6 +230,7 @@ def spark_session(
     conf: dict[str, str] | None = None,
     quiet: bool = False,
     java_options: tuple[str, ...] = (),
+    class_archive: ClassArchive | None = None,
 ) -> SparkSession:
     """Get (or create) the replay's SparkSession.
 
@@ -211,7 +238,10 @@ def spark_session(
     ``conf`` adds or overrides settings (e.g. ``spark.default.parallelism`` in tests).
     ``quiet`` drops the JVM's start-up warning line too (module rules).
     ``java_options``: more options for the driver JVM when this call starts it (module rules).
+    ``class_archive``: map (or write) a class-data-sharing archive for that JVM (spark/class_archive.py);
+    a local master only.
     """
+    global _archive_state
     if master is not None and (not isinstance(master, str) or not master.strip()):
         raise ValueError(f"master must be a Spark master URL such as 'local[2]' or 'spark://host:7077', got {master!r}")
     _check_java_options(java_options)
@@ -221,6 +251,7 @@ def spark_session(
     _prepare_environment(local)
     _drop_py4j_tracebacks()
 
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     if effective is not None and SparkSession.getActiveSession() is None:
@@ -233,6 +264,13 @@ def spark_session(
     settings["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
     settings["spark.executorEnv.TZ"] = "UTC"
     settings.update(conf or {})
+    new_jvm = not submitted and SparkContext._gateway is None
+    plan = None
+    ours = settings.get("spark.driver.extraJavaOptions") == _driver_java_options(java_options)
+    if class_archive is not None and local and new_jvm and ours:
+        plan = archive_plan(java_options, settings.get("spark.driver.memory", ""), class_archive)
+        if plan is not None:
+            settings["spark.driver.extraJavaOptions"] = _driver_java_options((*java_options, *plan.options))
 
     builder = SparkSession.builder.appName(app_name)
     if effective is not None:
@@ -243,4 +281,8 @@ def spark_session(
     with _jvm_stderr_filtered(quiet and starts_jvm), session_start(effective):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if new_jvm:
+        _archive_state = "off" if plan is None else after_start(
+            plan, getattr(SparkContext._gateway, "proc", None), session.stop, class_archive or ClassArchive()
+        )
     return session
