@@ -189,6 +189,11 @@ class HostedIndex:
 
     def hosted(self, image: MetadataImage, brokers: Collection[int]) -> list[tuple[TopicPartition, PartitionRegistration]]:
         """The partitions with a replica on one of ``brokers``, by (topic name, partition)."""
+        return [(TopicPartition(*key), reg) for key, reg in self.hosted_keys(image, brokers)]
+
+    def hosted_keys(self, image: MetadataImage, brokers: Collection[int]) -> list[tuple[tuple[str, int], PartitionRegistration]]:
+        """``hosted``'s list with each partition as a (topic name, partition) tuple: what the
+        propagator's plans are keyed by, no TopicPartition made (module rules)."""
         topics = image.topics
         if self._topics is not topics:
             self._build(topics)
@@ -216,13 +221,13 @@ class HostedIndex:
                 tid = ided[0]
                 named.extend([(name, key, tid) for name in ided[1]])
         named.sort()
-        out: list[tuple[TopicPartition, PartitionRegistration]] = []
+        out: list[tuple[tuple[str, int], PartitionRegistration]] = []
         for name, key, tid in named:
             parts = topics[tid].partitions
             entry = found[key]
             if isinstance(entry, int):
-                out.append((TopicPartition(name, entry), parts[entry]))
+                out.append(((name, entry), parts[entry]))
             else:  # a broker's own tuple is sorted already; a union is a set
                 ordered = entry if isinstance(entry, tuple) else sorted(entry)
-                out.extend([(TopicPartition(name, p), parts[p]) for p in ordered])
+                out.extend([((name, p), parts[p]) for p in ordered])
         return out

@@ -90,6 +90,7 @@ Rules of this module:
 from __future__ import annotations
 
 import operator
+import uuid
 from collections.abc import Iterable, Mapping
 from itertools import groupby
 from typing import Any
@@ -102,10 +103,16 @@ from ctrlbatch.batch.builders import (
     StopReplicaBuilder,
     UpdateMetadataBuilder,
     body_layout,
+    lair_body_from_runs,
+    lair_head_pieces,
+    lair_leaders_piece,
     lair_run_pieces,
+    lair_state_args,
     shared_body,
+    umr_run_pieces,
 )
 from ctrlbatch.batch.checks import int_tuple
+from ctrlbatch.batch.lazy_states import LazyStates
 from ctrlbatch.batch.request_batch import (
     live_brokers,
     make_lair_state,
@@ -124,6 +131,7 @@ from ctrlbatch.requests import (
     LeaderAndIsrRequest,
     StopReplicaPartitionState,
     StopReplicaRequest,
+    UpdateMetadataBroker,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
@@ -187,6 +195,37 @@ def _leaders_of(
     return leaders
 
 
+_Pieces = tuple[_Nodes, dict[Any, tuple[tuple[LeaderAndIsrLiveLeader, ...], bytes]]]
+_pieces_kept: list[tuple[object, str, int, _Pieces]] = []
+
+
+def _leader_pieces(brokers: Iterable[Broker], listener: str, version: int) -> _Pieces:
+    """_leader_nodes' nodes with, per set of leader ids, the body's LiveLeaders and their
+    encoding at ``version`` (builders.lair_leaders_piece), kept like _leader_nodes' for the last
+    (view object, listener, version)."""
+    kept = _pieces_kept[0] if _pieces_kept else None
+    if kept is not None and kept[0] is brokers and kept[1] == listener and kept[2] == version:
+        return kept[3]
+    pieces: _Pieces = (_leader_nodes(brokers, listener)[0], {})
+    _pieces_kept[:] = [(brokers, listener, version, pieces)]
+    return pieces
+
+
+def _pieces_of(
+    lids: int | frozenset[int], pieces: _Pieces, version: int,
+) -> tuple[tuple[LeaderAndIsrLiveLeader, ...], bytes]:
+    """A body's LiveLeaders and their bytes, for the set of its states' leader ids (``lids``:
+    the id itself for one state), found once per set (module rules)."""
+    nodes, found = pieces
+    got = found.get(lids)
+    if got is None:
+        if len(found) >= _LEADER_SETS:
+            found.clear()
+        leaders = _live_leaders((lids,) if isinstance(lids, int) else lids, nodes)
+        got = found[lids] = (leaders, lair_leaders_piece(version, leaders))
+    return got
+
+
 def _live_leaders(
     lids: Iterable[int], nodes: _Nodes,
 ) -> tuple[LeaderAndIsrLiveLeader, ...]:
@@ -222,7 +261,7 @@ def _sends(
     lisr = _by_partition(plan.lisr)
     if lisr:
         _leader_and_isr(out, lisr, ctx, mv, controller_id, header_epoch, listener, update_type, sizes_only)
-    _update_metadata(out, plan, ctx, mv, controller_id, header_epoch, update_type, sizes_only)
+    _update_metadata(out, plan, ctx, mv, controller_id, header_epoch, update_type, sizes_only, lisr)
     if plan.stop:
         version = stop_replica_version(mv)
         epoch_offset = body_layout(StopReplicaRequest, version).epoch_offset
@@ -297,41 +336,47 @@ def _leader_and_isr_runs(
     out: list[Lean], lisr: list[tuple[tuple[str, int], Any]], ctx: MigrationControllerChannelContext,
     version: int, gate: bool, controller_id: int, header_epoch: int, listener: str, update_type: int,
 ) -> None:
-    """_leader_and_isr's sends, encoded (v2+), each body's TopicStates made topic by topic while
-    the states are made (module rules)."""
+    """_leader_and_isr's sends, encoded (v2+): each state encoded from its values (no state
+    made), each body's TopicStates made topic by topic, its states a _LairStates of row numbers
+    (module rules)."""
     live_ids = ctx.live_or_shutting_down_broker_ids
     epochs = ctx.live_broker_id_and_epochs
-    topic_ids = dict(ctx.topic_ids)  # a snapshot shared by this send's builders, as the batch's
-    encode, head_of, count, tail = lair_run_pieces(version)
-    per_broker: dict[int, list[LeaderAndIsrPartitionState]] = {}
+    topic_ids = _topic_ids(ctx.topic_ids)
+    args = lair_state_args(version)
+    _, head_of, count, tail = lair_run_pieces(version)
+    rows_of: dict[int, list[int]] = {}  # a live broker's rows (indexes into lisr), in order
     runs: dict[int, list[bytes]] = {}
     topics: dict[int, int] = {}
+    leader_at: list[int] = []  # each row's leader
+    row = -1
     for topic, items in groupby(lisr, _topic_of_key):  # sorted: a topic's partitions are one run
         touched: dict[int, list[bytes]] = {}
         for (_, partition), entry in items:
+            row += 1
             lead = entry.found  # the leadership's fields, read from its registration (module rules)
-            reg = entry.reg
-            state = make_lair_state(
-                topic, partition, entry.epoch, lead.leader, lead.leader_epoch, lead.isr, lead.partition_epoch,
-                reg.replicas, reg.adding_replicas, reg.removing_replicas, True,
-                lead.leader_recovery_state if gate else 0,
-            )
+            leader_at.append(lead.leader)
             data = None
             for b in entry.brokers:
                 if b not in live_ids:  # ids < 0 and brokers not live get no body
                     continue
-                if data is None:
-                    data = encode(state)
+                if data is None:  # make_lair_state's values, encoded as arguments
+                    reg = entry.reg
+                    data = args(
+                        topic, partition, entry.epoch, lead.leader, lead.leader_epoch, lead.isr, lead.partition_epoch,
+                        reg.replicas, reg.adding_replicas, reg.removing_replicas, True,
+                        lead.leader_recovery_state if gate else 0,
+                    )
                 got = touched.get(b)
                 if got is None:
                     touched[b] = [data]
-                    states = per_broker.get(b)
-                    if states is None:
-                        states = per_broker[b] = []
+                    rows = rows_of.get(b)
+                    if rows is None:
+                        rows_of[b] = [row]
+                    else:
+                        rows.append(row)
                 else:
                     got.append(data)
-                    states = per_broker[b]
-                states.append(state)
+                    rows_of[b].append(row)
         if touched:
             head = head_of(topic, topic_ids)
             for b, got in touched.items():
@@ -346,29 +391,122 @@ def _leader_and_isr_runs(
                 run += got
                 run.append(tail)
     epoch_offset = body_layout(LeaderAndIsrRequest, version).epoch_offset
-    parts = SendParts()
-    leaders_of: tuple[_Nodes, _FoundLeaders] | None = None
+    head_pieces = lair_head_pieces(version, controller_id, True, header_epoch, update_type)
+    pieces: _Pieces | None = None
+    made: dict[int, LeaderAndIsrPartitionState] = {}
     shared: dict[tuple[int, ...], tuple[LeaderAndIsrBuilder, SharedBody]] = {}
-    for b in sorted(per_broker):
-        values = per_broker[b]
-        key = tuple(map(id, values))
+    for b in sorted(rows_of):
+        rows = rows_of[b]
+        key = tuple(rows)  # equal lists are the same rows (module rules)
         epoch = epochs[b]
         found = shared.get(key)
         if found is None:
-            if leaders_of is None:
-                leaders_of = _leader_nodes(ctx.live_or_shutting_down_brokers, listener)
-            leaders = _leaders_of(values, *leaders_of)
+            if pieces is None:
+                pieces = _leader_pieces(ctx.live_or_shutting_down_brokers, listener, version)
+            leaders = _pieces_of(leader_at[rows[0]] if len(rows) == 1 else frozenset(map(leader_at.__getitem__, rows)),
+                                 pieces, version)
             builder = LeaderAndIsrBuilder(
-                version, controller_id, header_epoch, values, topic_ids, leaders, True, update_type,
+                version, controller_id, header_epoch, _LairStates(lisr, rows, gate, made),  # type: ignore[arg-type]
+                topic_ids, leaders[0], True, update_type,
             )
-            body = builder.encode_body_from_runs(epoch, runs[b], topics[b], parts)
+            body = lair_body_from_runs(head_pieces, epoch, count(topics[b]), runs[b], leaders[1])
             found = shared[key] = (builder, SharedBody(body, epoch_offset))
         out.append((b, OutboundRequest(found[0], epoch, found[1])))
+
+
+class _LairStates(LazyStates[LeaderAndIsrPartitionState]):
+    """One body's LeaderAndIsr states, made only when read (the rows only count them): each
+    row of the send's sorted plan items made as _leader_and_isr makes its state, once per send
+    (``made``, shared by the send's bodies, so a partition sent to several brokers is one object)."""
+
+    KIND = "LeaderAndIsr"
+    __slots__ = ("_gate", "_lisr", "_made", "_rows", "_states")
+
+    def __init__(
+        self, lisr: list[tuple[tuple[str, int], Any]], rows: list[int], gate: bool, made: dict[int, LeaderAndIsrPartitionState],
+    ) -> None:
+        self._lisr = lisr
+        self._rows = rows
+        self._gate = gate
+        self._made = made
+        self._states: list[LeaderAndIsrPartitionState] | None = None
+
+    def _all(self) -> list[LeaderAndIsrPartitionState]:
+        if self._states is None:
+            made = self._made
+            out = []
+            for row in self._rows:
+                state = made.get(row)
+                if state is None:
+                    (topic, partition), entry = self._lisr[row]
+                    lead, reg = entry.found, entry.reg
+                    state = made[row] = make_lair_state(
+                        topic, partition, entry.epoch, lead.leader, lead.leader_epoch, lead.isr, lead.partition_epoch,
+                        reg.replicas, reg.adding_replicas, reg.removing_replicas, True,
+                        lead.leader_recovery_state if self._gate else 0,
+                    )
+                out.append(state)
+            self._states = out
+        return self._states
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+class _UmrStates(LazyStates[UpdateMetadataPartitionState]):
+    """An UpdateMetadata body's states, made only when read: each kept as make_umr_state's
+    arguments (a tuple) or as the explicit state itself."""
+
+    KIND = "UpdateMetadata"
+    __slots__ = ("_states", "_values")
+
+    def __init__(self, values: list[Any]) -> None:
+        self._values = values
+        self._states: list[UpdateMetadataPartitionState] | None = None
+
+    def _all(self) -> list[UpdateMetadataPartitionState]:
+        if self._states is None:
+            self._states = [make_umr_state(*v) if type(v) is tuple else v for v in self._values]
+        return self._states
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+_topic_ids_kept: list[tuple[Mapping[str, uuid.UUID], dict[str, uuid.UUID]]] = []
+
+
+def _topic_ids(names: Mapping[str, uuid.UUID]) -> dict[str, uuid.UUID]:
+    """The LeaderAndIsr builders' snapshot of the context's topic ids (as the batch's), copied
+    once per names mapping: an image never changes its mapping and apply_delta keeps it while
+    no topic is created or deleted, so the last copy serves consecutive images (module rules)."""
+    kept = _topic_ids_kept[0] if _topic_ids_kept else None
+    if kept is not None and kept[0] is names:
+        return kept[1]
+    snapshot = dict(names)
+    _topic_ids_kept[:] = [(names, snapshot)]
+    return snapshot
+
+
+_live_kept: list[tuple[object, int, tuple[UpdateMetadataBroker, ...]]] = []
+
+
+def _live_brokers(brokers: Iterable[Broker], version: int) -> tuple[UpdateMetadataBroker, ...]:
+    """request_batch.live_brokers(tuple(brokers), version), kept for the last live-broker view
+    object (immutable, shared by consecutive images: channel_context): no tuple of 100 Brokers
+    made and compared by value per send (module rules)."""
+    kept = _live_kept[0] if _live_kept else None
+    if kept is not None and kept[0] is brokers and kept[1] == version:
+        return kept[2]
+    live = live_brokers(tuple(brokers), version)
+    _live_kept[:] = [(brokers, version, live)]
+    return live
 
 
 def _update_metadata(
     out: list[Lean], plan: Any, ctx: MigrationControllerChannelContext, mv: MetadataVersion, controller_id: int,
     header_epoch: int, update_type: int, sizes_only: bool = False,
+    lisr_items: list[tuple[tuple[str, int], Any]] | None = None,
 ) -> None:
     live_ids = ctx.live_or_shutting_down_broker_ids
     order = dict.fromkeys(sorted(b for b in plan.umr_brokers if b >= 0))
@@ -378,40 +516,98 @@ def _update_metadata(
     if not destinations:
         return
     lisr = plan.lisr
-    registration = ctx.partition_registration
     epoch = ctx.kraft_epoch
     live = ctx.live_broker_id_and_epochs
-    states: list[UpdateMetadataPartitionState] = []
-    for tp, explicit in _by_partition(plan.umr):
-        topic, partition = tp
-        state = None
-        entry = lisr.get(tp)
-        # the context's registration of tp: a LeaderAndIsr entry's ``found`` is it (module rules)
-        p = (entry.found if entry is not None
-             else registration(TopicPartition(topic, partition)) if explicit is None else None)
-        if p is not None:  # without leadership the batch skips it (CCM:466-486)
-            # umr_state_from_view(tp, ctx.update_metadata_view(tp)), read from the registration
-            # (module rules); never queued for deletion: the partition's topic is in the image
-            state = make_umr_state(
-                topic, partition, epoch, p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.replicas,
-                tuple([r for r in p.replicas if r not in live]),
-            )
-        if state is None and explicit is not None:
-            state = _explicit(topic, partition, explicit)
-        if state is not None:
-            states.append(state)
+    is_live = live.__contains__
+    values: list[Any] = []  # make_umr_state's arguments, or an explicit state
+    ap = values.append
+    if lisr_items is not None and len(plan.umr) == len(lisr):
+        # every partition has a LeaderAndIsr entry (each add puts its key in umr): its state
+        # reads the entry's ``found`` whatever umr holds, in lisr's order (module rules)
+        for (topic, partition), entry in lisr_items:
+            p = entry.found
+            reps = p.replicas
+            ap((topic, partition, epoch, p.leader, p.leader_epoch, p.isr, p.partition_epoch, reps,
+                () if all(map(is_live, reps)) else tuple([r for r in reps if r not in live])))
+    else:
+        registration = ctx.partition_registration
+        for tp, explicit in _by_partition(plan.umr):
+            topic, partition = tp
+            entry = lisr.get(tp)
+            # the context's registration of tp: a LeaderAndIsr entry's ``found`` is it (module rules)
+            p = (entry.found if entry is not None
+                 else registration(TopicPartition(topic, partition)) if explicit is None else None)
+            if p is not None:  # without leadership the batch skips it (CCM:466-486)
+                # umr_state_from_view(tp, ctx.update_metadata_view(tp)), read from the registration
+                # (module rules); never queued for deletion: the partition's topic is in the image
+                reps = p.replicas
+                ap((topic, partition, epoch, p.leader, p.leader_epoch, p.isr, p.partition_epoch, reps,
+                    () if all(map(is_live, reps)) else tuple([r for r in reps if r not in live])))
+            elif explicit is not None:
+                ap(_explicit(topic, partition, explicit))
     version = update_metadata_version(mv)
     topic_ids = ctx.topic_ids
-    builder = UpdateMetadataBuilder(
-        version, controller_id, header_epoch, states, live_brokers(tuple(ctx.live_or_shutting_down_brokers), version),
-        {t: topic_ids[t] for t in dict.fromkeys(map(_topic_of, states)) if t in topic_ids}, True, update_type,
-    )
+    live_brokers_ = _live_brokers(ctx.live_or_shutting_down_brokers, version)
     epochs = ctx.live_broker_id_and_epochs
-    body = shared_body(
-        builder, epochs[destinations[0]], body_layout(UpdateMetadataRequest, version).epoch_offset, sizes_only=sizes_only,
-    )
+    epoch_offset = body_layout(UpdateMetadataRequest, version).epoch_offset
+    if sizes_only or version < _UMR_RUNS_SINCE:
+        states = [make_umr_state(*v) if type(v) is tuple else v for v in values]
+        builder = UpdateMetadataBuilder(
+            version, controller_id, header_epoch, states, live_brokers_,
+            {t: topic_ids[t] for t in dict.fromkeys(map(_topic_of, states)) if t in topic_ids}, True, update_type,
+        )
+        body = shared_body(builder, epochs[destinations[0]], epoch_offset, sizes_only=sizes_only)
+    else:
+        used, topics, runs = _umr_runs(values, topic_ids, version)
+        builder = UpdateMetadataBuilder(
+            version, controller_id, header_epoch, _UmrStates(values), live_brokers_,  # type: ignore[arg-type]
+            used, True, update_type,
+        )
+        body = SharedBody(builder.encode_body_from_runs(epochs[destinations[0]], topics, runs), epoch_offset)
     for b in destinations:
         out.append((b, OutboundRequest(builder, epochs[b], body)))
+
+
+_UMR_RUNS_SINCE = 5  # UpdateMetadata's first version with topic states: bodies from runs (umr_run_pieces)
+
+
+def _umr_runs(
+    values: list[Any], topic_ids: Mapping[str, uuid.UUID], version: int,
+) -> tuple[dict[str, uuid.UUID], int, list[bytes]]:
+    """The builder's topic ids (its states' topics that have one, in first-seen order), the
+    number of topics and the TopicStates array's pieces (per topic: head, count, the states'
+    bytes, tail) of states in (topic, partition) order: a topic's states are one run."""
+    args, encode, head_of, count, tail = umr_run_pieces(version)
+    used: dict[str, uuid.UUID] = {}
+    runs: list[bytes] = []
+    ap = runs.append
+    current: str | None = None
+    count_at = n = topics = 0
+    for v in values:
+        if type(v) is tuple:
+            topic = v[0]
+            data = args(*v)
+        else:
+            topic = v.topic_name
+            data = encode(v)
+        if topic != current:
+            if current is not None:
+                runs[count_at] = count(n)
+                ap(tail)
+            tid = topic_ids.get(topic)
+            if tid is not None:
+                used[topic] = tid
+            ap(head_of(topic, 0 if tid is None else tid.int))  # ZERO_UUID's int without an id
+            count_at = len(runs)
+            ap(b"")
+            current, n = topic, 0
+            topics += 1
+        ap(data)
+        n += 1
+    if current is not None:
+        runs[count_at] = count(n)
+        ap(tail)
+    return used, topics, runs
 
 
 def _explicit(topic: str, partition: int, kw: Mapping[str, Any]) -> UpdateMetadataPartitionState:

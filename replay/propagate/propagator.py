@@ -352,9 +352,14 @@ def _delta_plans(
     b = _Plan(UpdateType.INCREMENTAL)
     epoch = image.epoch  # the context's: its leadership's controller epoch
     if changed_zk:
-        # reg is the image's own: its leadership is partition_leadership_info(tp)'s, without the look-up
-        for hosted_tp, reg in _HOSTED.hosted(image, changed_zk):  # MP:145-162 (hosted.py: _hosted_by without the walk)
-            b.add_lisr((hosted_tp.topic, hosted_tp.partition), changed_zk.intersection(reg.replicas), reg, reg, epoch)
+        # reg is the image's own: its leadership is partition_leadership_info(tp)'s, without the
+        # look-up. b.add_lisr(key, changed_zk.intersection(reg.replicas), reg, reg, epoch), inlined:
+        # b is new and the keys are unique, so each is a first add (module rules)
+        hosted_lisr, hosted_umr = b.lisr, b.umr
+        only = next(iter(changed_zk)) if len(changed_zk) == 1 else None  # hosted: a replica is on it
+        for key, reg in _HOSTED.hosted_keys(image, changed_zk):  # MP:145-162 (hosted.py: _hosted_by without the walk)
+            hosted_lisr[key] = _Lisr({only} if only is not None else changed_zk.intersection(reg.replicas), reg, reg, epoch)
+            hosted_umr[key] = None
     if changes.deleted_topics or changes.changed_topics:
         b.umr_brokers |= old_zk
     registered = image.brokers
