@@ -313,13 +313,24 @@ def lair_head_pieces(
     return fixed[:at], fixed[at + _EPOCH.size :]
 
 
+def lair_leaders_pieces(version: int) -> tuple[Callable[[LeaderAndIsrLiveLeader], bytes], Callable[[int], bytes], bytes]:
+    """lair_leaders_piece's parts: a live leader's encoder, the count of n leaders, the body's
+    tagged-field count (a caller keeping each leader's bytes joins them itself)."""
+    layout = _lair_layout(version)
+    flexible = layout.body.flexible
+    counts = layout.counts
+
+    def count(n: int) -> bytes:
+        return counts[n] if n < _COUNTS else array_count(n, flexible)
+
+    return layout.encode_leader, count, layout.topic_tail
+
+
 def lair_leaders_piece(version: int, leaders: Sequence[LeaderAndIsrLiveLeader]) -> bytes:
     """A LeaderAndIsr body's end (what _append_live_leaders appends): the LiveLeaders array and
     the body's tagged-field count."""
-    layout = _lair_layout(version)
-    out: list[bytes] = []
-    _append_live_leaders(out.append, leaders, layout, layout.body.flexible, SendParts())
-    return b"".join(out)
+    encode, count, tail = lair_leaders_pieces(version)
+    return b"".join([count(len(leaders)), *map(encode, leaders), tail])
 
 
 def lair_body_from_runs(head: tuple[bytes, bytes], broker_epoch: int, topics: bytes, runs: list[bytes], leaders: bytes) -> bytes:

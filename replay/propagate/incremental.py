@@ -105,7 +105,7 @@ from ctrlbatch.batch.builders import (
     body_layout,
     lair_body_from_runs,
     lair_head_pieces,
-    lair_leaders_piece,
+    lair_leaders_pieces,
     lair_run_pieces,
     lair_state_args,
     shared_body,
@@ -195,35 +195,62 @@ def _leaders_of(
     return leaders
 
 
-_Pieces = tuple[_Nodes, dict[Any, tuple[tuple[LeaderAndIsrLiveLeader, ...], bytes]]]
-_pieces_kept: list[tuple[object, str, int, _Pieces]] = []
+class _LeaderPieces:
+    """For one (live-broker view object, listener, version): each live broker id's LeaderAndIsr
+    live-leader nodes with their place in the live brokers and their bytes (``nodes``, as
+    _leader_nodes finds them, each encoded once), and per set of leader ids the body's
+    LiveLeaders with their bytes (``found``, at most _LEADER_SETS sets, then forgotten)."""
+
+    __slots__ = ("count", "found", "nodes", "single", "tail")
+
+    def __init__(self, brokers: Iterable[Broker], listener: str, version: int) -> None:
+        encode, self.count, self.tail = lair_leaders_pieces(version)
+        self.nodes: dict[int, list[tuple[int, LeaderAndIsrLiveLeader, bytes]]] = {}
+        for lid, found in _leader_nodes(brokers, listener)[0].items():
+            self.nodes[lid] = [(i, node, encode(node)) for i, node in found]
+        # one node per id (the channel context's view: one Broker per id): no two ids give equal
+        # nodes (a node carries its id), so a set's leaders need no de-duplication
+        self.single = all(len(found) == 1 for found in self.nodes.values())
+        self.found: dict[Any, tuple[tuple[LeaderAndIsrLiveLeader, ...], bytes]] = {}
+
+    def of(self, lids: int | frozenset[int]) -> tuple[tuple[LeaderAndIsrLiveLeader, ...], bytes]:
+        """A body's LiveLeaders and their bytes, for the set of its states' leader ids (``lids``:
+        the id itself for one state): CCM:544-546 (_live_leaders) found once per set."""
+        got = self.found.get(lids)
+        if got is None:
+            nodes = self.nodes
+            if len(self.found) >= _LEADER_SETS:
+                self.found.clear()
+            if isinstance(lids, int):
+                entries = nodes.get(lids, [])
+            else:
+                entries = [e for lid in lids for e in nodes.get(lid, ())]
+                entries.sort(key=_first)
+            if self.single:
+                leaders = tuple([e[1] for e in entries])
+                data = [e[2] for e in entries]
+            else:  # each node once (by value), in the live brokers' order
+                kept = dict.fromkeys([e[1] for e in entries])
+                first = {e[1]: e[2] for e in reversed(entries)}
+                leaders = tuple(kept)
+                data = [first[node] for node in leaders]
+            got = self.found[lids] = (leaders, b"".join([self.count(len(leaders)), *data, self.tail]))
+        return got
 
 
-def _leader_pieces(brokers: Iterable[Broker], listener: str, version: int) -> _Pieces:
-    """_leader_nodes' nodes with, per set of leader ids, the body's LiveLeaders and their
-    encoding at ``version`` (builders.lair_leaders_piece), kept like _leader_nodes' for the last
-    (view object, listener, version)."""
+_pieces_kept: list[tuple[object, str, int, _LeaderPieces]] = []
+
+
+def _leader_pieces(brokers: Iterable[Broker], listener: str, version: int) -> _LeaderPieces:
+    """The _LeaderPieces of the last (view object, listener, version): the view is immutable
+    and shared by consecutive images (channel_context), a node a function of its Broker value
+    and the listener, its bytes of the node and the version."""
     kept = _pieces_kept[0] if _pieces_kept else None
     if kept is not None and kept[0] is brokers and kept[1] == listener and kept[2] == version:
         return kept[3]
-    pieces: _Pieces = (_leader_nodes(brokers, listener)[0], {})
+    pieces = _LeaderPieces(brokers, listener, version)
     _pieces_kept[:] = [(brokers, listener, version, pieces)]
     return pieces
-
-
-def _pieces_of(
-    lids: int | frozenset[int], pieces: _Pieces, version: int,
-) -> tuple[tuple[LeaderAndIsrLiveLeader, ...], bytes]:
-    """A body's LiveLeaders and their bytes, for the set of its states' leader ids (``lids``:
-    the id itself for one state), found once per set (module rules)."""
-    nodes, found = pieces
-    got = found.get(lids)
-    if got is None:
-        if len(found) >= _LEADER_SETS:
-            found.clear()
-        leaders = _live_leaders((lids,) if isinstance(lids, int) else lids, nodes)
-        got = found[lids] = (leaders, lair_leaders_piece(version, leaders))
-    return got
 
 
 def _live_leaders(
@@ -348,6 +375,7 @@ def _leader_and_isr_runs(
     runs: dict[int, list[bytes]] = {}
     topics: dict[int, int] = {}
     leader_at: list[int] = []  # each row's leader
+    heads = _heads(4, version)
     row = -1
     for topic, items in groupby(lisr, _topic_of_key):  # sorted: a topic's partitions are one run
         touched: dict[int, list[bytes]] = {}
@@ -378,7 +406,13 @@ def _leader_and_isr_runs(
                     got.append(data)
                     rows_of[b].append(row)
         if touched:
-            head = head_of(topic, topic_ids)
+            tid = topic_ids.get(topic)
+            kept = heads.get(topic)
+            if kept is None or kept[0] is not tid:  # the topic's head, kept with its id object (module rules)
+                if len(heads) >= _HEADS_KEPT:
+                    heads.clear()
+                kept = heads[topic] = (tid, head_of(topic, topic_ids))
+            head = kept[1]
             for b, got in touched.items():
                 run = runs.get(b)
                 if run is None:
@@ -392,7 +426,7 @@ def _leader_and_isr_runs(
                 run.append(tail)
     epoch_offset = body_layout(LeaderAndIsrRequest, version).epoch_offset
     head_pieces = lair_head_pieces(version, controller_id, True, header_epoch, update_type)
-    pieces: _Pieces | None = None
+    pieces: _LeaderPieces | None = None
     made: dict[int, LeaderAndIsrPartitionState] = {}
     shared: dict[tuple[int, ...], tuple[LeaderAndIsrBuilder, SharedBody]] = {}
     for b in sorted(rows_of):
@@ -403,8 +437,7 @@ def _leader_and_isr_runs(
         if found is None:
             if pieces is None:
                 pieces = _leader_pieces(ctx.live_or_shutting_down_brokers, listener, version)
-            leaders = _pieces_of(leader_at[rows[0]] if len(rows) == 1 else frozenset(map(leader_at.__getitem__, rows)),
-                                 pieces, version)
+            leaders = pieces.of(leader_at[rows[0]] if len(rows) == 1 else frozenset(map(leader_at.__getitem__, rows)))
             builder = LeaderAndIsrBuilder(
                 version, controller_id, header_epoch, _LairStates(lisr, rows, gate, made),  # type: ignore[arg-type]
                 topic_ids, leaders[0], True, update_type,
@@ -471,6 +504,21 @@ class _UmrStates(LazyStates[UpdateMetadataPartitionState]):
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+_HEADS_KEPT = 16384  # topic heads kept per (api, version), then forgotten (builders keeps as many)
+_heads_kept: dict[tuple[int, int], dict[str, tuple[uuid.UUID | None, bytes]]] = {}
+
+
+def _heads(api_key: int, version: int) -> dict[str, tuple[uuid.UUID | None, bytes]]:
+    """The topic heads (name and id: builders' _topic_head / _umr_topic_head) kept per name with
+    the id object they were made for: a topic's id object is the same while its name maps to it
+    (apply_delta copies the names mapping, not its ids), so ``is`` finds a valid head without the
+    id's hash; another id (a re-created topic) or None makes it again (module rules)."""
+    heads = _heads_kept.get((api_key, version))
+    if heads is None:
+        heads = _heads_kept[api_key, version] = {}
+    return heads
 
 
 _topic_ids_kept: list[tuple[Mapping[str, uuid.UUID], dict[str, uuid.UUID]]] = []
@@ -578,6 +626,7 @@ def _umr_runs(
     number of topics and the TopicStates array's pieces (per topic: head, count, the states'
     bytes, tail) of states in (topic, partition) order: a topic's states are one run."""
     args, encode, head_of, count, tail = umr_run_pieces(version)
+    heads = _heads(6, version)
     used: dict[str, uuid.UUID] = {}
     runs: list[bytes] = []
     ap = runs.append
@@ -597,7 +646,12 @@ def _umr_runs(
             tid = topic_ids.get(topic)
             if tid is not None:
                 used[topic] = tid
-            ap(head_of(topic, 0 if tid is None else tid.int))  # ZERO_UUID's int without an id
+            kept = heads.get(topic)
+            if kept is None or kept[0] is not tid:  # the topic's head, kept with its id object (module rules)
+                if len(heads) >= _HEADS_KEPT:
+                    heads.clear()
+                kept = heads[topic] = (tid, head_of(topic, 0 if tid is None else tid.int))  # ZERO_UUID's int without an id
+            ap(kept[1])
             count_at = len(runs)
             ap(b"")
             current, n = topic, 0

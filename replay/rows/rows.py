@@ -42,6 +42,7 @@ Rules:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -248,10 +249,11 @@ def expand_columns(
     at = [_SHARED.index(n) for n in shared]
     rows: list[tuple[Any, ...]] = []
 
+    getters = [operator.itemgetter(i) for i in at]
+
     def chunk() -> dict[str, list[Any]]:
-        by_column = list(zip(*rows, strict=True))
-        for name, i in zip(shared, at, strict=True):
-            columns[name] = list(by_column[i]) if by_column else []
+        for name, get in zip(shared, getters, strict=True):
+            columns[name] = list(map(get, rows))
         rows.clear()
         return columns
 
