@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import operator
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from itertools import groupby
 from typing import Any
 
@@ -153,9 +153,9 @@ Lean = tuple[int, OutboundRequest]
 
 
 def _by_partition(plan_map: Mapping[tuple[str, int], Any]) -> list[tuple[tuple[str, int], Any]]:
-    """``plan_map``'s items sorted by their (topic, partition) keys: unique, so the sort never
-    compares the values (module rules)."""
-    return sorted(plan_map.items())
+    """``plan_map``'s items sorted by their (topic, partition) keys: unique, so the order is the
+    items' own; the keys themselves compared (module rules)."""
+    return sorted(plan_map.items(), key=_first)
 
 
 _LEADER_SETS = 4096  # live-leader tuples kept per view (a set of leader ids each); then forgotten
@@ -366,7 +366,6 @@ def _leader_and_isr_runs(
     """_leader_and_isr's sends, encoded (v2+): each state encoded from its values (no state
     made), each body's TopicStates made topic by topic, its states a _LairStates of row numbers
     (module rules)."""
-    live_ids = ctx.live_or_shutting_down_broker_ids
     epochs = ctx.live_broker_id_and_epochs
     topic_ids = _topic_ids(ctx.topic_ids)
     args = lair_state_args(version)
@@ -385,7 +384,7 @@ def _leader_and_isr_runs(
             leader_at.append(lead.leader)
             data = None
             for b in entry.brokers:
-                if b not in live_ids:  # ids < 0 and brokers not live get no body
+                if b not in epochs:  # ids < 0 and brokers not live get no body (epochs: the live ids)
                     continue
                 if data is None:  # make_lair_state's values, encoded as arguments
                     reg = entry.reg
@@ -487,23 +486,35 @@ class _LairStates(LazyStates[LeaderAndIsrPartitionState]):
 
 
 class _UmrStates(LazyStates[UpdateMetadataPartitionState]):
-    """An UpdateMetadata body's states, made only when read: each kept as make_umr_state's
-    arguments (a tuple) or as the explicit state itself."""
+    """An UpdateMetadata body's states, made only when read: from the sorted LeaderAndIsr items
+    (``items``: each partition's registration, _lisr_values) or from ``values`` (each
+    make_umr_state's arguments as a tuple, or an explicit state itself)."""
 
     KIND = "UpdateMetadata"
-    __slots__ = ("_states", "_values")
+    __slots__ = ("_epoch", "_items", "_live", "_states", "_values")
 
-    def __init__(self, values: list[Any]) -> None:
+    def __init__(
+        self, items: list[tuple[tuple[str, int], Any]] | None, epoch: int, live: Mapping[int, int],
+        values: list[Any] | None,
+    ) -> None:
+        self._items = items
+        self._epoch = epoch
+        self._live = live
         self._values = values
         self._states: list[UpdateMetadataPartitionState] | None = None
 
     def _all(self) -> list[UpdateMetadataPartitionState]:
         if self._states is None:
-            self._states = [make_umr_state(*v) if type(v) is tuple else v for v in self._values]
+            items = self._items
+            values: list[Any] = (
+                self._values if self._values is not None else _lisr_values(items or [], self._epoch, self._live)
+            )
+            self._states = [make_umr_state(*v) if type(v) is tuple else v for v in values]
         return self._states
 
     def __len__(self) -> int:
-        return len(self._values)
+        kept: Sized | None = self._items if self._values is None else self._values
+        return 0 if kept is None else len(kept)
 
 
 _HEADS_KEPT = 16384  # topic heads kept per (api, version), then forgotten (builders keeps as many)
@@ -566,18 +577,15 @@ def _update_metadata(
     lisr = plan.lisr
     epoch = ctx.kraft_epoch
     live = ctx.live_broker_id_and_epochs
-    is_live = live.__contains__
-    values: list[Any] = []  # make_umr_state's arguments, or an explicit state
-    ap = values.append
-    if lisr_items is not None and len(plan.umr) == len(lisr):
-        # every partition has a LeaderAndIsr entry (each add puts its key in umr): its state
-        # reads the entry's ``found`` whatever umr holds, in lisr's order (module rules)
-        for (topic, partition), entry in lisr_items:
-            p = entry.found
-            reps = p.replicas
-            ap((topic, partition, epoch, p.leader, p.leader_epoch, p.isr, p.partition_epoch, reps,
-                () if all(map(is_live, reps)) else tuple([r for r in reps if r not in live])))
-    else:
+    # every partition has a LeaderAndIsr entry (each add puts its key in umr, so equal sizes are
+    # equal key sets): each state reads its entry's ``found`` whatever umr holds, in the sorted
+    # LeaderAndIsr items' order, so neither umr is sorted nor a tuple made per state (module rules)
+    from_lisr = lisr_items is not None and len(plan.umr) == len(lisr)
+    values: list[Any] | None = None
+    if not from_lisr:
+        values = []  # make_umr_state's arguments, or an explicit state
+        ap = values.append
+        is_live = live.__contains__
         registration = ctx.partition_registration
         for tp, explicit in _by_partition(plan.umr):
             topic, partition = tp
@@ -593,27 +601,87 @@ def _update_metadata(
                     () if all(map(is_live, reps)) else tuple([r for r in reps if r not in live])))
             elif explicit is not None:
                 ap(_explicit(topic, partition, explicit))
+    states = _UmrStates(lisr_items if from_lisr else None, epoch, live, values)
     version = update_metadata_version(mv)
     topic_ids = ctx.topic_ids
     live_brokers_ = _live_brokers(ctx.live_or_shutting_down_brokers, version)
     epochs = ctx.live_broker_id_and_epochs
     epoch_offset = body_layout(UpdateMetadataRequest, version).epoch_offset
     if sizes_only or version < _UMR_RUNS_SINCE:
-        states = [make_umr_state(*v) if type(v) is tuple else v for v in values]
+        made = list(states)
         builder = UpdateMetadataBuilder(
-            version, controller_id, header_epoch, states, live_brokers_,
-            {t: topic_ids[t] for t in dict.fromkeys(map(_topic_of, states)) if t in topic_ids}, True, update_type,
+            version, controller_id, header_epoch, made, live_brokers_,
+            {t: topic_ids[t] for t in dict.fromkeys(map(_topic_of, made)) if t in topic_ids}, True, update_type,
         )
         body = shared_body(builder, epochs[destinations[0]], epoch_offset, sizes_only=sizes_only)
     else:
-        used, topics, runs = _umr_runs(values, topic_ids, version)
+        if values is None:
+            assert lisr_items is not None
+            used, topics, runs = _umr_lisr_runs(lisr_items, epoch, live, topic_ids, version)
+        else:
+            used, topics, runs = _umr_runs(values, topic_ids, version)
         builder = UpdateMetadataBuilder(
-            version, controller_id, header_epoch, _UmrStates(values), live_brokers_,  # type: ignore[arg-type]
+            version, controller_id, header_epoch, states, live_brokers_,  # type: ignore[arg-type]
             used, True, update_type,
         )
         body = SharedBody(builder.encode_body_from_runs(epochs[destinations[0]], topics, runs), epoch_offset)
     for b in destinations:
         out.append((b, OutboundRequest(builder, epochs[b], body)))
+
+
+def _lisr_values(items: list[tuple[tuple[str, int], Any]], epoch: int, live: Mapping[int, int]) -> list[tuple[Any, ...]]:
+    """make_umr_state's arguments for each of the sorted LeaderAndIsr items: the partition's
+    registration (``found``), the image's KRaft epoch, offline = its replicas not registered."""
+    is_live = live.__contains__
+    return [
+        (topic, partition, epoch, p.leader, p.leader_epoch, p.isr, p.partition_epoch, p.replicas,
+         () if all(map(is_live, p.replicas)) else tuple([r for r in p.replicas if r not in live]))
+        for (topic, partition), p in [(key, entry.found) for key, entry in items]
+    ]
+
+
+def _umr_lisr_runs(
+    items: list[tuple[tuple[str, int], Any]], epoch: int, live: Mapping[int, int], topic_ids: Mapping[str, uuid.UUID],
+    version: int,
+) -> tuple[dict[str, uuid.UUID], int, list[bytes]]:
+    """_umr_runs(_lisr_values(items, epoch, live), topic_ids, version) without the values: each
+    state encoded from the registration's fields as arguments (module rules)."""
+    args, _, head_of, count, tail = umr_run_pieces(version)
+    heads = _heads(6, version)
+    is_live = live.__contains__
+    used: dict[str, uuid.UUID] = {}
+    runs: list[bytes] = []
+    ap = runs.append
+    current: str | None = None
+    count_at = n = topics = 0
+    for (topic, partition), entry in items:
+        p = entry.found
+        reps = p.replicas
+        data = args(topic, partition, epoch, p.leader, p.leader_epoch, p.isr, p.partition_epoch, reps,
+                    () if all(map(is_live, reps)) else tuple([r for r in reps if r not in live]))
+        if topic != current:
+            if current is not None:
+                runs[count_at] = count(n)
+                ap(tail)
+            tid = topic_ids.get(topic)
+            if tid is not None:
+                used[topic] = tid
+            kept = heads.get(topic)
+            if kept is None or kept[0] is not tid:  # the topic's head, kept with its id object (module rules)
+                if len(heads) >= _HEADS_KEPT:
+                    heads.clear()
+                kept = heads[topic] = (tid, head_of(topic, 0 if tid is None else tid.int))  # ZERO_UUID's int without an id
+            ap(kept[1])
+            count_at = len(runs)
+            ap(b"")
+            current, n = topic, 0
+            topics += 1
+        ap(data)
+        n += 1
+    if current is not None:
+        runs[count_at] = count(n)
+        ap(tail)
+    return used, topics, runs
 
 
 _UMR_RUNS_SINCE = 5  # UpdateMetadata's first version with topic states: bodies from runs (umr_run_pieces)
