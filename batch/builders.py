@@ -34,6 +34,14 @@ ABCMeta.__instancecheck__ on every body (197k LeaderAndIsr bodies in the 1M-reco
 TopicStates array's pieces per topic, made with `lair_run_pieces` (the pieces encode_body
 uses: the state encoder, `_topic_head`, the count table, the tail); replay/propagate/incremental.py
 makes them topic by topic while it makes the states (66.026 G -> 65.640 G instructions, its rules).
+Pieces for callers that hold no state objects (replay/propagate/incremental.py, issue 26):
+`lair_state_args` / `umr_run_pieces` (the codec's state encoders taking the makers' fields as
+arguments: make_lair_state / make_umr_state's values, the same bytes, untranslated errors),
+`lair_head_pieces` (the head cut around the broker epoch, kept per values), `lair_leaders_pieces`
+(a live leader's encoder, counts, tail: a caller keeps each leader's bytes), `lair_body_from_runs`,
+and `UpdateMetadataBuilder.encode_body_from_runs` (the envelope's pieces kept per values,
+`_umr_envelope`, around the caller's TopicStates runs and the live brokers' piece). Each body
+equals build(epoch).encode(version): tests/batch/test_body_from_runs.py (hypothesis).
 """
 
 from __future__ import annotations

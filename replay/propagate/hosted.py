@@ -24,6 +24,9 @@ Rules of this module:
   registration) for every partition of a topic named in ``topic_ids_by_name`` (each name that maps
   to the topic's id) with a replica among ``brokers``, by (name, partition).
   tests/replay/test_hosted.py compares it with the walk on every broker delta of generated logs.
+  ``hosted_keys`` is the same list with (name, partition) tuples, what the propagator's plans
+  are keyed by (``hosted`` makes its TopicPartitions from it): a broker delta of the default
+  shape hosts ~1,500 partitions, each a TopicPartition (attrs __init__) made and dropped before.
 - Memory (objects reachable from the index and not from the image, end of the generated logs,
   sizes-only propagation): 6.2 MiB at 1M records, 10.3 MiB at 10M. With a set per (broker,
   topic) and a copy of every partition's replica tuple it was 17.9 and 32.5 MiB, and the

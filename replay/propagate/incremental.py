@@ -69,16 +69,51 @@ Rules of this module:
   and registration objects) was tried and measured no gain on /tmp/prof200k (small deltas
   change the partitions they send; a changed broker's deltas spend their time elsewhere).
 - Hot path, LeaderAndIsr encoded (v2+, not sizes only: ``_leader_and_isr_runs``): the states
-  are made topic by topic (the plan's sorted items: a topic's partitions are one run), each
-  encoded once when its first live broker is met, and each live broker's TopicStates pieces
-  (topic head, count, the states' bytes, tail: builders.lair_run_pieces, the pieces encode_body
-  uses) appended as its topic ends; a body then joins them
-  (LeaderAndIsrBuilder.encode_body_from_runs) instead of a pass over its states by id. Figure:
-  66.026 G -> 65.640 G instructions (-0.6%; cachegrind, the whole sha256 replay of the
-  100k-record default log, where a body holds 1 state; at 1M records 627k states in 197k bodies).
+  are encoded topic by topic (the plan's sorted items: a topic's partitions are one run), each
+  once when its first live broker is met, from make_lair_state's values as arguments
+  (builders.lair_state_args: the same encoder, no state made), and each live broker's
+  TopicStates pieces (topic head, count, the states' bytes, tail: builders.lair_run_pieces)
+  appended as its topic ends; a body joins them with the send's head and its LiveLeaders' bytes
+  (builders.lair_body_from_runs). A body's states are a ``_LairStates`` (batch/lazy_states.py):
+  the broker's row numbers in the sorted items, made as the states above only when read (the
+  rows only count them; tests/replay/test_incremental.py compares them with the batch's, state
+  by state); brokers with equal row lists share the body. Figure: 66.026 G -> 65.640 G
+  instructions (-0.6%; cachegrind, the whole sha256 replay of the 100k-record default log, where
+  a body holds 1 state; at 1M records 627k states in 197k bodies) for the runs; the states
+  encoded from their values, with the UpdateMetadata runs below: see "Figures (issue 26)".
+- Hot path, UpdateMetadata encoded (v5+, not sizes only): the body is the envelope's pieces
+  (kept per values) around the TopicStates array made per topic as LeaderAndIsr's
+  (builders.umr_run_pieces, UpdateMetadataBuilder.encode_body_from_runs), each state encoded
+  from its arguments; no state, topic state or request object is made (the codec encoded the
+  whole request before). When every planned partition has a LeaderAndIsr entry (each add puts
+  its key in umr: equal sizes are equal key sets) the states are read from the sorted
+  LeaderAndIsr items (``_umr_lisr_runs``), so umr is not sorted and no tuple is made per state;
+  else from make_umr_state's argument tuples (``_umr_runs``). The builder's states are a
+  ``_UmrStates``, made when read. Offline replicas: ``all(map(live.__contains__, replicas))``
+  (C) first, the list only when one is offline.
+- Kept across sends, each for the last object it was made from (an image never changes; apply_delta
+  keeps the mapping objects while no record changes them): the builders' topic-id snapshot per
+  names mapping (``_topic_ids``; the batch copies it per send), the UpdateMetadata live-broker
+  tuple per live-broker view (``_live_brokers``: request_batch.live_brokers compared a new tuple
+  of 100 Brokers by value per send), each live leader's node and bytes per (view, listener,
+  version) with the LiveLeaders bytes per set of leader ids (``_LeaderPieces``, at most
+  _LEADER_SETS sets), and each topic's head bytes per name with the id object it was made for
+  (``_heads``: valid while the name maps to that very id object, at most _HEADS_KEPT per
+  version, then forgotten). Each is a pure function of what it is keyed by.
+- Figures (issue 26; cachegrind instructions of the whole ``ctrlbatch replay --engine local`` of
+  the 100k-record default log, PYTHONHASHSEED=0, main 151f1b0 -> this, with hosted.py's
+  hosted_keys, propagator's inlined hosted adds and rows.py's one-row hashing and column
+  chunks): sha256 65.163 G -> 63.792 G (-2.1%); sizes only 30.067 G -> 30.101 G (+0.1%: its
+  paths, states made and sized, are unchanged; rows.py's chunks count more instructions and
+  take less CPU, see its rules). CPU (user+sys, main and this alternating, load 3.9-5.3 on 2
+  cores): 1M-record default log sha256 46.46 / 44.38 s -> 42.83 / 41.01 s (-7.5%; its hash floor
+  is ~16.7 s, so the work above it ~-12%); the large shape (10 topics x 5,000) 1M sha256
+  33.68 / 31.57 s -> 32.07 / 31.53 s (~-2.5%: few topics, bodies of many states); 1M default
+  sizes only 22.52 / 24.61 s -> 23.16 / 23.50 s (no change beyond the noise).
 - Hot paths: the plan's maps are keyed by (topic, partition) tuples (propagator's rules) and
-  sorted as they are (``_by_partition``: the keys are unique, so no value is compared), no key
-  function called per item; a TopicPartition is made only to ask the context (a StopReplica's
+  sorted by those keys (``_by_partition``, key=itemgetter(0): the keys are unique; sorting the
+  items themselves compared (key, value) tuples, two levels of tuple comparison per step:
+  292 -> 121 us for 190 items, timeit, load ~8); a TopicPartition is made only to ask the context (a StopReplica's
   leader epoch, a partition without a LeaderAndIsr entry); an UpdateMetadata state of a partition with a LeaderAndIsr entry
   reads the entry's ``found``, which is the context's registration of it (both come from the
   same image: propagator._delta_plans / _image_plans look it up by name and partition as

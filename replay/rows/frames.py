@@ -13,6 +13,9 @@ Rules of this module:
   it replaced (results/rows_bench.json). ``sha256s`` hashes a group's rows in one call (the
   sequential engine's rows: one Python call per group, not per row; 633k rows in 209k groups
   in the 1M-record replay).
+- ``frame_sha256`` is ``FrameEncoder(...).sha256(...)`` without the encoder object, for a
+  group of one row (most groups: each LeaderAndIsr body is one broker's; ~2M of them at 10M
+  records); tests/replay/test_frame_sha256.py compares it with the hash of the whole frame.
 - The broker epoch's place in the body is the shared body's ``epoch_offset``
   (batch/builders.py SharedBody), the same place the batch patches it.
 """
