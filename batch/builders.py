@@ -34,6 +34,14 @@ ABCMeta.__instancecheck__ on every body (197k LeaderAndIsr bodies in the 1M-reco
 TopicStates array's pieces per topic, made with `lair_run_pieces` (the pieces encode_body
 uses: the state encoder, `_topic_head`, the count table, the tail); replay/propagate/incremental.py
 makes them topic by topic while it makes the states (66.026 G -> 65.640 G instructions, its rules).
+Pieces for callers that hold no state objects (replay/propagate/incremental.py, issue 26):
+`lair_state_args` / `umr_run_pieces` (the codec's state encoders taking the makers' fields as
+arguments: make_lair_state / make_umr_state's values, the same bytes, untranslated errors),
+`lair_head_pieces` (the head cut around the broker epoch, kept per values), `lair_leaders_pieces`
+(a live leader's encoder, counts, tail: a caller keeps each leader's bytes), `lair_body_from_runs`,
+and `UpdateMetadataBuilder.encode_body_from_runs` (the envelope's pieces kept per values,
+`_umr_envelope`, around the caller's TopicStates runs and the live brokers' piece). Each body
+equals build(epoch).encode(version): tests/batch/test_body_from_runs.py (hypothesis).
 """
 
 from __future__ import annotations
@@ -290,6 +298,58 @@ def lair_run_pieces(
         return counts[n] if n < _COUNTS else array_count(n, flexible)
 
     return layout.encode_state, head, count, layout.topic_tail
+
+
+def lair_state_args(version: int) -> Callable[..., bytes]:
+    """LeaderAndIsr's partition state encoder at `version` taking LAIR_STATE_FIELDS as arguments
+    (untranslated: on a failure it raises the codec's raw error; make the state and encode it
+    with ``lair_run_pieces``'s encoder for the translated one): the same bytes as that encoder
+    gives the state made from the same values, with no state made."""
+    return _lair_layout(version).encode_state_args
+
+
+@functools.lru_cache(maxsize=256)
+def lair_head_pieces(
+    version: int, controller_id: int, kraft: bool, controller_epoch: int, update_type: int,
+) -> tuple[bytes, bytes]:
+    """A LeaderAndIsr body's bytes before its TopicStates array (v2+: fixed-width fields), cut
+    around the broker epoch's 8 bytes: (before, after). Every body of a send has them."""
+    fixed = _lair_head(version, controller_id, kraft, controller_epoch, update_type)
+    at = _lair_layout(version).body.epoch_offset
+    if at is None:
+        raise ValueError(f"LeaderAndIsr v{version}: no broker epoch (lair_head_pieces is for v2+)")
+    return fixed[:at], fixed[at + _EPOCH.size :]
+
+
+def lair_leaders_pieces(version: int) -> tuple[Callable[[LeaderAndIsrLiveLeader], bytes], Callable[[int], bytes], bytes]:
+    """lair_leaders_piece's parts: a live leader's encoder, the count of n leaders, the body's
+    tagged-field count (a caller keeping each leader's bytes joins them itself)."""
+    layout = _lair_layout(version)
+    flexible = layout.body.flexible
+    counts = layout.counts
+
+    def count(n: int) -> bytes:
+        return counts[n] if n < _COUNTS else array_count(n, flexible)
+
+    return layout.encode_leader, count, layout.topic_tail
+
+
+def lair_leaders_piece(version: int, leaders: Sequence[LeaderAndIsrLiveLeader]) -> bytes:
+    """A LeaderAndIsr body's end (what _append_live_leaders appends): the LiveLeaders array and
+    the body's tagged-field count."""
+    encode, count, tail = lair_leaders_pieces(version)
+    return b"".join([count(len(leaders)), *map(encode, leaders), tail])
+
+
+def lair_body_from_runs(head: tuple[bytes, bytes], broker_epoch: int, topics: bytes, runs: list[bytes], leaders: bytes) -> bytes:
+    """LeaderAndIsrBuilder.encode_body(broker_epoch) (v2+) from its pieces: ``head`` from
+    lair_head_pieces, ``topics`` the count of the topics (lair_run_pieces' count), ``runs`` their
+    pieces (per topic: head, count, the states' bytes, tail, as lair_run_pieces makes them, in
+    the states' order), ``leaders`` from lair_leaders_piece."""
+    out = [head[0], _EPOCH.pack(broker_epoch), head[1], topics]
+    out += runs
+    out.append(leaders)
+    return b"".join(out)
 
 
 def _append_live_leaders(
@@ -735,6 +795,24 @@ class UpdateMetadataBuilder:
         topics = _umr_topic_array(version, states, self.topic_ids)  # type: ignore[arg-type]
         return b"".join((env[:off], topics, env[off + len(empty) : end], piece, tail))
 
+    def encode_body_from_runs(self, broker_epoch: int, topics: int, runs: list[bytes]) -> bytes:
+        """encode_body(broker_epoch) (v5+) with the TopicStates array's topics already made by
+        the caller (``runs``: per topic its head, the count of its states, their bytes and the
+        tail, from ``umr_run_pieces``; ``topics`` of them, grouped as _topic_states groups the
+        states): the envelope's pieces (kept per values) and the live brokers' bytes
+        (live_brokers_piece) joined around them, no state made or walked here."""
+        version = self.version
+        piece = live_brokers_piece(version, self.live_brokers)  # checks the endpoints (build() does)
+        before, mid, after, tail = _umr_envelope(
+            version, self.controller_id, self.kraft_controller, self.controller_epoch, self.update_type,
+        )
+        layout = _umr_layout(version)
+        out = [before, _EPOCH.pack(broker_epoch), mid,
+               layout.counts[topics] if topics < _COUNTS else array_count(topics, layout.flexible)]
+        out += runs
+        out += (after, piece, tail)
+        return b"".join(out)
+
     def size_body(self, parts: SendParts | None = None) -> int:
         """len(encode_body(...)) from the fields: the envelope without live brokers, sized, with
         the live brokers' size (live_brokers_size) in place of its empty last array."""
@@ -904,6 +982,47 @@ def _umr_topic_array(version: int, states: UpdateMetadataStates, topic_ids: dict
                 )))  # raises the codec's translated error
         ap(tail)
     return b"".join(out)
+
+
+def umr_run_pieces(
+    version: int,
+) -> tuple[Callable[..., bytes], Callable[[UpdateMetadataPartitionState], bytes], Callable[[str, int], bytes], Callable[[int], bytes], bytes]:
+    """What UpdateMetadataBuilder.encode_body_from_runs's caller makes a topic's run of (v5+):
+    the state encoder taking UMR_STATE_FIELDS as arguments (untranslated, as lair_state_args),
+    the state encoder, the topic head (name, v7+ id given as the UUID's int: ZERO_UUID's 0
+    without one), the count of n states, the topic's tail; the pieces _umr_topic_array uses."""
+    if version < _UMR_TOPICS_SINCE:
+        raise ValueError(f"UpdateMetadata v{version}: no topic states (umr_run_pieces is for v{_UMR_TOPICS_SINCE}+)")
+    layout = _umr_layout(version)
+    flexible = layout.flexible
+    counts = layout.counts
+
+    def head(topic: str, topic_id: int) -> bytes:
+        return _umr_topic_head(version, topic, topic_id)
+
+    def count(n: int) -> bytes:
+        return counts[n] if n < _COUNTS else array_count(n, flexible)
+
+    return layout.encode_state_args, layout.encode_state, head, count, layout.topic_tail
+
+
+@functools.lru_cache(maxsize=256)
+def _umr_envelope(
+    version: int, controller_id: int, kraft: bool, controller_epoch: int, update_type: int,
+) -> tuple[bytes, bytes, bytes, bytes]:
+    """An UpdateMetadata v5+ body without states and live brokers, cut where encode_body splices:
+    (before the broker epoch, after it up to TopicStates, after TopicStates up to LiveBrokers,
+    the tagged-field section after LiveBrokers)."""
+    env = UpdateMetadataBuilder(
+        version, controller_id, controller_epoch, [], (), {}, kraft, update_type,
+    ).build_no_live_brokers(-1, with_states=False).encode(version)
+    empty, tail = _umr_ends(version, update_type if version >= 8 else 0)
+    end = len(env) - len(empty) - len(tail)
+    off = _umr_layout(version).states_offset
+    at = body_layout(UpdateMetadataRequest, version).epoch_offset
+    if env[end:] != empty + tail or env[off : off + len(empty)] != empty or at is None or at + _EPOCH.size > off:
+        raise AssertionError(f"UpdateMetadata v{version}: the envelope is not laid out as encode_body splices it")
+    return env[:at], env[at + _EPOCH.size : off], env[off + len(empty) : end], tail
 
 
 def _topic_runs(keys: Iterable[TopicPartition]) -> list[tuple[str, int]] | None:

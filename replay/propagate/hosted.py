@@ -24,6 +24,9 @@ Rules of this module:
   registration) for every partition of a topic named in ``topic_ids_by_name`` (each name that maps
   to the topic's id) with a replica among ``brokers``, by (name, partition).
   tests/replay/test_hosted.py compares it with the walk on every broker delta of generated logs.
+  ``hosted_keys`` is the same list with (name, partition) tuples, what the propagator's plans
+  are keyed by (``hosted`` makes its TopicPartitions from it): a broker delta of the default
+  shape hosts ~1,500 partitions, each a TopicPartition (attrs __init__) made and dropped before.
 - Memory (objects reachable from the index and not from the image, end of the generated logs,
   sizes-only propagation): 6.2 MiB at 1M records, 10.3 MiB at 10M. With a set per (broker,
   topic) and a copy of every partition's replica tuple it was 17.9 and 32.5 MiB, and the
@@ -189,6 +192,11 @@ class HostedIndex:
 
     def hosted(self, image: MetadataImage, brokers: Collection[int]) -> list[tuple[TopicPartition, PartitionRegistration]]:
         """The partitions with a replica on one of ``brokers``, by (topic name, partition)."""
+        return [(TopicPartition(*key), reg) for key, reg in self.hosted_keys(image, brokers)]
+
+    def hosted_keys(self, image: MetadataImage, brokers: Collection[int]) -> list[tuple[tuple[str, int], PartitionRegistration]]:
+        """``hosted``'s list with each partition as a (topic name, partition) tuple: what the
+        propagator's plans are keyed by, no TopicPartition made (module rules)."""
         topics = image.topics
         if self._topics is not topics:
             self._build(topics)
@@ -216,13 +224,13 @@ class HostedIndex:
                 tid = ided[0]
                 named.extend([(name, key, tid) for name in ided[1]])
         named.sort()
-        out: list[tuple[TopicPartition, PartitionRegistration]] = []
+        out: list[tuple[tuple[str, int], PartitionRegistration]] = []
         for name, key, tid in named:
             parts = topics[tid].partitions
             entry = found[key]
             if isinstance(entry, int):
-                out.append((TopicPartition(name, entry), parts[entry]))
+                out.append(((name, entry), parts[entry]))
             else:  # a broker's own tuple is sorted already; a union is a set
                 ordered = entry if isinstance(entry, tuple) else sorted(entry)
-                out.extend([(TopicPartition(name, p), parts[p]) for p in ordered])
+                out.extend([((name, p), parts[p]) for p in ordered])
         return out

@@ -13,6 +13,9 @@ Rules of this module:
   it replaced (results/rows_bench.json). ``sha256s`` hashes a group's rows in one call (the
   sequential engine's rows: one Python call per group, not per row; 633k rows in 209k groups
   in the 1M-record replay).
+- ``frame_sha256`` is ``FrameEncoder(...).sha256(...)`` without the encoder object, for a
+  group of one row (most groups: each LeaderAndIsr body is one broker's; ~2M of them at 10M
+  records); tests/replay/test_frame_sha256.py compares it with the hash of the whole frame.
 - The broker epoch's place in the body is the shared body's ``epoch_offset``
   (batch/builders.py SharedBody), the same place the batch patches it.
 """
@@ -28,7 +31,7 @@ from ctrlbatch.requests import request_head, request_header_version
 from ctrlbatch.requests.layout import fixed_offset
 from ctrlbatch.requests.messages import RequestHeader
 
-__all__ = ["FrameEncoder", "frame_size"]
+__all__ = ["FrameEncoder", "frame_sha256", "frame_size"]
 
 _SIZE = struct.Struct(">i")  # the frame's size prefix (the size itself not counted)
 _CORRELATION = struct.Struct(">i")
@@ -106,6 +109,28 @@ class FrameEncoder:
         parts = self._parts
         epoch = (_BROKER_EPOCH.pack(broker_epoch), parts[1]) if len(parts) == 2 else ()
         return b"".join((head, parts[0], *epoch))
+
+
+def frame_sha256(
+    api_key: int, api_version: int, client_id: str, data: bytes, epoch_offset: int | None, correlation_id: int,
+    broker_epoch: int,
+) -> str:
+    """``FrameEncoder(api_key, api_version, client_id, data, epoch_offset).sha256(correlation_id,
+    broker_epoch)`` with no encoder made: a one-row group's hash (most groups: every LeaderAndIsr
+    body is one broker's), the same bytes hashed in the same pieces."""
+    template, at = _head_template(api_key, api_version, client_id)
+    head = bytearray(template)
+    _SIZE.pack_into(head, 0, len(template) - _SIZE.size + len(data))
+    _CORRELATION.pack_into(head, at, correlation_id)
+    h = hashlib.sha256(head)
+    if epoch_offset is None:
+        h.update(data)
+    else:
+        body = memoryview(data)
+        h.update(body[:epoch_offset])
+        h.update(_BROKER_EPOCH.pack(broker_epoch))
+        h.update(body[epoch_offset + _BROKER_EPOCH.size :])
+    return h.hexdigest()
 
 
 def frame_size(api_key: int, api_version: int, client_id: str, body_size: int) -> int:
