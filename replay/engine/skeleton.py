@@ -110,6 +110,9 @@ def snapshot_start(history: History, batches: Iterable[LogBatch] | None = None) 
     return image, Delta(image.offset, timestamp, image.epoch, (), None, 0)
 
 
+_PENDING_MAX = 4096  # DeltaStarts entries kept through NoOp-only deltas before they are settled
+
+
 class DeltaStarts:
     """Each delta's first offset (rows.py's ``delta_first_offset``): just after the delta before
     it, or the base offset of its first data batch when that is later (control batches between
@@ -132,6 +135,14 @@ class DeltaStarts:
             if not b.control:
                 pending.append((b.base_offset, b.last_offset))
             yield b
+
+    def settle(self) -> None:
+        """Pop the entries ``first`` would pop now (ending at or before ``last``): a long run of
+        NoOp-only deltas (an idle cluster's hours) keeps the deque at _PENDING_MAX entries, not
+        one per batch."""
+        pending, done = self.pending, self.last
+        while pending and pending[0][1] <= done:
+            pending.popleft()
 
     def first(self, last_offset: int) -> int:
         pending, done = self.pending, self.last
@@ -248,6 +259,8 @@ class EngineRun:
                 if delta.records == ():  # NoOps only (half of a real log's deltas): nothing is sent (module rules)
                     moved = delta
                     starts.last = delta.last_offset  # its first offset unused: DeltaStarts.first's pops wait
+                    if len(starts.pending) > _PENDING_MAX:
+                        starts.settle()
                     summary.deltas_without_requests += 1  # count_delta(0), inline
                     continue
                 if moved is not None:  # the image every delta sees is the eager one (module rules)

@@ -474,9 +474,8 @@ class TopicPieces:
             else:
                 try:
                     state = args(name, p, epoch, reg.leader, reg.leader_epoch, reg.isr, reg.partition_epoch, reps, off)
-                except Exception:
-                    layout.encode_state(_state(name, p, reg, epoch, off))  # raises the codec's translated error
-                    raise
+                except Exception:  # the codec's encoder raises its translated error (or encodes, as _fresh)
+                    state = layout.encode_state(_state(name, p, reg, epoch, off))
                 if split:
                     state = post(state)
             regs[i], offline[i], pieces[slot] = reg, off, state
@@ -569,9 +568,8 @@ class TopicPieces:
                     try:
                         state = args(name, p, epoch, reg.leader, reg.leader_epoch, reg.isr, reg.partition_epoch,
                                      reg.replicas, off)
-                    except Exception:
-                        layout.encode_state(_state(name, p, reg, epoch, off))  # raises the codec's translated error
-                        raise
+                    except Exception:  # the codec's encoder raises its translated error (or encodes, as _fresh)
+                        state = layout.encode_state(_state(name, p, reg, epoch, off))
                     if split:
                         out += (pre(state), e, post(state))
                     else:

@@ -102,6 +102,8 @@ def cache_directory(settings: ClassArchive = CLASS_ARCHIVE) -> Path | None:
         for part in Path(settings.subdirectory).parts:  # ours made 0700 each, never a symlink
             directory = directory / part
             directory.mkdir(mode=0o700, exist_ok=True)
+            if stat.S_ISLNK(os.lstat(directory).st_mode):  # mkdir(exist_ok) took a planted link for a directory
+                return None
         st = os.lstat(directory)
     except (OSError, RuntimeError):
         return None
@@ -191,11 +193,18 @@ def _final_name(key: str, size: int) -> str:
 
 
 def jvm_maps(pid: int, path: Path) -> bool | None:
-    """Whether process ``pid`` maps ``path`` (None where /proc cannot tell)."""
+    """Whether process ``pid`` maps a file of ``path``'s name (None where /proc cannot tell). By
+    name, not by path: /proc shows the real path, which differs from ours where the cache's path
+    goes through a symlink (a home elsewhere), and a file another run replaced meanwhile shows as
+    "(deleted)"; the name holds the key and the size, so no other file has it."""
+    name = os.fsencode(path.name)
     try:
         with open(f"/proc/{pid}/maps", "rb") as maps:
-            needle = os.fsencode(path)
-            return any(line.rstrip(b"\n").endswith(needle) for line in maps)
+            for line in maps:
+                fields = line.rstrip(b"\n").split(maxsplit=5)
+                if len(fields) == 6 and os.path.basename(fields[5].removesuffix(b" (deleted)")) == name:
+                    return True
+            return False
     except OSError:
         return None
 
@@ -225,17 +234,23 @@ def _finish_dump(jvm: subprocess.Popen[bytes], stop: Callable[[], None], partial
     """At exit: stop the session (else its accumulator server reports the JVM's going away), let
     the JVM exit (stdin EOF), wait for its dump, rename it into place if whole."""
     try:
-        with contextlib.suppress(Exception):
-            stop()
+        if jvm.poll() is None:  # a JVM already gone has no session to stop (PySpark would warn)
+            with contextlib.suppress(Exception):
+                stop()
         if jvm.stdin is not None:
             with contextlib.suppress(OSError):
                 jvm.stdin.close()
         jvm.wait(timeout=wait_s)
         if jvm.returncode == 0 and _ours(partial):
             key = final.name.removesuffix(".jsa")
-            os.replace(partial, final.with_name(_final_name(key, os.lstat(partial).st_size)))
+            kept = final.with_name(_final_name(key, os.lstat(partial).st_size))
+            os.replace(partial, kept)
+            for other in final.parent.glob(f"{key}.*.jsa"):  # another first run's, of another size
+                if other.name != kept.name:
+                    with contextlib.suppress(OSError):
+                        other.unlink()
             return
-    except (OSError, subprocess.TimeoutExpired):
+    except BaseException:  # noqa: BLE001 - a second ^C or a timeout while waiting: no dump kept, nothing printed
         pass
     with contextlib.suppress(OSError):
         partial.unlink()

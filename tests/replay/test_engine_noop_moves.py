@@ -121,9 +121,9 @@ _HISTORY = types.SimpleNamespace(kind="log", snapshot=None, source="mem")
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_STEP, max_size=40), st.integers(1, 3))
+@given(st.lists(_STEP, max_size=40), st.integers(1, 3), st.sampled_from([0, 1, 4096]))
 def test_deferred_noop_moves_give_the_eager_images_first_offsets_and_summary(
-    steps: list[tuple[Any, ...]], coalesce: int
+    steps: list[tuple[Any, ...]], coalesce: int, pending_max: int
 ) -> None:
     batches = _batches(steps)
     options = ReplayOptions()
@@ -154,6 +154,7 @@ def test_deferred_noop_moves_give_the_eager_images_first_offsets_and_summary(
     run._deliver = deliver  # type: ignore[method-assign]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(skeleton, "propagate_delta", watching)
+        mp.setattr(skeleton, "_PENDING_MAX", pending_max)  # 0, 1: DeltaStarts settled at every NoOp-only delta
         list(run.groups(iter(batches)))
     assert [(o, i) for o, i, _ in seen] == [(o, i) for o, i, _ in expected]  # the same images, field by field
     assert all(firsts[o] == f for o, _, f in expected)
@@ -202,3 +203,27 @@ def test_the_folds_trusted_constructors_make_the_classes_values(
                                     EMPTY_IMAGE.metadata_version, ints[0], ints[1]) == MetadataImage(
         brokers, {tid: TopicImage(tid, "x", parts)}, {"x": tid}, EMPTY_IMAGE.metadata_version, ints[0], ints[1])
     assert image_module._make_changes(True, False, {}, {}, {}, None) == DeltaChanges(True, False, {}, {}, {}, None)
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3), st.booleans()), max_size=60), st.integers(1, 5))
+def test_delta_starts_settled_early_give_the_same_first_offsets(spans: list[tuple[int, int, bool]], every: int) -> None:
+    """DeltaStarts.settle (called through long NoOp-only stretches, so the deque stays bounded)
+    pops only what first() would pop: the first offsets are those of a run that never settles."""
+    eager, lazy = DeltaStarts(), DeltaStarts()
+    offset = 0
+    firsts: tuple[list[int], list[int]] = ([], [])
+    for k, (control, length, noop_only) in enumerate(spans):
+        offset += control  # control batches before it: no entry (they belong to no delta)
+        for starts in (eager, lazy):
+            starts.pending.append((offset, offset + length - 1))
+        last = offset + length - 1
+        offset += length
+        if noop_only:  # a delta with no rows: its first offset unused
+            eager.last = lazy.last = last
+            if k % every == 0:
+                lazy.settle()
+                assert all(end > lazy.last for _, end in lazy.pending)
+        else:
+            firsts[0].append(eager.first(last))
+            firsts[1].append(lazy.first(last))
+    assert firsts[0] == firsts[1]

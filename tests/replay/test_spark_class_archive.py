@@ -175,6 +175,48 @@ def test_jvm_maps_tells_a_mapped_file_from_one_that_is_not(tmp_path: Path) -> No
         assert jvm_maps(os.getpid(), other) is False
 
 
+
+def test_jvm_maps_knows_the_archive_through_a_symlinked_cache_and_once_replaced(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    linked = tmp_path / "home-link"
+    linked.symlink_to(real)  # /proc shows the real path; the cache's path goes through the link
+    archive = linked / "key.4096.jsa"
+    archive.write_bytes(b"x" * 4096)
+    with open(archive, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ):
+        assert jvm_maps(os.getpid(), archive) is True
+        fresh = linked / "fresh"
+        fresh.write_bytes(b"y" * 4096)
+        os.replace(fresh, archive)  # another run's archive took its name: the mapping says "(deleted)"
+        assert jvm_maps(os.getpid(), archive) is True
+    assert jvm_maps(os.getpid(), archive) is False
+
+
+def test_a_symlink_planted_inside_the_cache_path_turns_it_off(cache: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    cache.parent.parent.mkdir(parents=True, exist_ok=True)
+    cache.parent.symlink_to(elsewhere)  # the ctrlbatch/ component, above spark-classes/
+    assert cache_directory() is None and archive_plan(OPTIONS, "2g") is None
+
+
+def test_a_dump_kept_replaces_another_first_runs_archive_of_the_same_key(tmp_path: Path) -> None:
+    final, partial = tmp_path / "key.jsa", tmp_path / "key.partial-2"
+    (tmp_path / "key.3.jsa").write_bytes(b"old")
+    writer = _child(f"import sys; sys.stdin.read(); open({str(partial)!r}, 'wb').write(b'x' * 10)")
+    ca._finish_dump(writer, lambda: None, partial, final, 30)
+    assert sorted(p.name for p in tmp_path.glob("key.*.jsa")) == ["key.10.jsa"]
+
+
+def test_a_gone_jvm_is_not_stopped_again_and_its_partial_is_removed(tmp_path: Path) -> None:
+    partial = tmp_path / "key.partial-3"
+    partial.write_bytes(b"x")
+    gone = _child("import sys; sys.exit(9)")
+    gone.wait(timeout=30)
+    stopped: list[bool] = []
+    ca._finish_dump(gone, lambda: stopped.append(True), partial, tmp_path / "key.jsa", 30)
+    assert stopped == [] and not partial.exists() and not list(tmp_path.glob("key.*.jsa"))
+
 _RUN = """
 import sys
 from ctrlbatch.replay.spark.class_archive import CLASS_ARCHIVE
