@@ -23,6 +23,9 @@ Printed: each engine's time and its ratio to its floor, the serial share of Spar
 (Amdahl: a cluster cannot run the job faster than 1/share), time per partition state from the
 small to the big log, and driver peak RSS small vs big, with the load average beside each run.
 Results of each stage are kept in --cache/results.json, so stages can run separately (--only).
+The Spark runs use the driver JVM's class archive when one exists (replay/spark/class_archive.py):
+the recorded figures were taken with it in place, written by an earlier Spark replay; the first
+Spark replay on a machine writes it and takes about 10 s longer.
 The other shape: --small records over --large-topics topics (10 by default: 5,000 partitions
 each, where one changed partition invalidates a topic's cached encoded piece), both engines.
 Targets (issue 26): Spark local[2] <= 2x its floor at 10M and <= 3x at 1M, in both shapes;
