@@ -698,15 +698,7 @@ def _umr_lisr_runs(
             if current is not None:
                 runs[count_at] = count(n)
                 ap(tail)
-            tid = topic_ids.get(topic)
-            if tid is not None:
-                used[topic] = tid
-            kept = heads.get(topic)
-            if kept is None or kept[0] is not tid:  # the topic's head, kept with its id object (module rules)
-                if len(heads) >= _HEADS_KEPT:
-                    heads.clear()
-                kept = heads[topic] = (tid, head_of(topic, 0 if tid is None else tid.int))  # ZERO_UUID's int without an id
-            ap(kept[1])
+            ap(_run_head(topic, topic_ids, used, heads, head_of))
             count_at = len(runs)
             ap(b"")
             current, n = topic, 0
@@ -717,6 +709,23 @@ def _umr_lisr_runs(
         runs[count_at] = count(n)
         ap(tail)
     return used, topics, runs
+
+
+def _run_head(
+    topic: str, topic_ids: Mapping[str, uuid.UUID], used: dict[str, uuid.UUID],
+    heads: dict[str, tuple[uuid.UUID | None, bytes]], head_of: Any,
+) -> bytes:
+    """A run's topic head (name, id): kept per name with its id object (module rules); the id
+    noted in ``used`` (the builder's topic ids). Once per topic of a body, not per state."""
+    tid = topic_ids.get(topic)
+    if tid is not None:
+        used[topic] = tid
+    kept = heads.get(topic)
+    if kept is None or kept[0] is not tid:
+        if len(heads) >= _HEADS_KEPT:
+            heads.clear()
+        kept = heads[topic] = (tid, head_of(topic, 0 if tid is None else tid.int))  # ZERO_UUID's int without an id
+    return kept[1]
 
 
 _UMR_RUNS_SINCE = 5  # UpdateMetadata's first version with topic states: bodies from runs (umr_run_pieces)
@@ -746,15 +755,7 @@ def _umr_runs(
             if current is not None:
                 runs[count_at] = count(n)
                 ap(tail)
-            tid = topic_ids.get(topic)
-            if tid is not None:
-                used[topic] = tid
-            kept = heads.get(topic)
-            if kept is None or kept[0] is not tid:  # the topic's head, kept with its id object (module rules)
-                if len(heads) >= _HEADS_KEPT:
-                    heads.clear()
-                kept = heads[topic] = (tid, head_of(topic, 0 if tid is None else tid.int))  # ZERO_UUID's int without an id
-            ap(kept[1])
+            ap(_run_head(topic, topic_ids, used, heads, head_of))
             count_at = len(runs)
             ap(b"")
             current, n = topic, 0
