@@ -145,9 +145,8 @@ class DeltaStarts:
             pending.popleft()
 
     def first(self, last_offset: int) -> int:
+        self.settle()
         pending, done = self.pending, self.last
-        while pending and pending[0][1] <= done:
-            pending.popleft()
         first = done + 1
         if pending and pending[0][0] > first:
             first = pending[0][0]
