@@ -17,7 +17,8 @@ Rules of this module:
   reading its range again). On the 1M-record generated log (--digest none, local[2], load 5-7)
   the one stage left the two workers idle 0.5 s each instead of 6.5-7.0 (the driver's
   composition, the range stage's last task), for the same CPU (43.2 / 45.3 s against 43.6 / 45.7).
-- The one pass cuts fewer units than the other plans (plan.PASS_UNITS_PER_CORE: why), and
+- The one pass cuts fewer units than the other plans (plan.PASS_UNITS_PER_CORE: why), its last
+  round in halves when they are large (plan.TAPER_BYTES: why), and
   writes each unit's rows in the unit's own task once the units before it have published their
   counts (spark/onepass.py), into the scratch directory; the driver moves the parts into
   ``requests_dir`` when every unit succeeded. A pass that ends in the serial plan leaves no part
@@ -62,7 +63,15 @@ from ..rows.rows import NO_FRAMES
 from ..rows.summary import ReplaySummary
 from .group_spill import spill_dir
 from .onepass import WriteTo, one_pass
-from .plan import MAX_UNITS, Unit, pass_unit_bytes_for, plan_units, total_bytes, unit_bytes_for
+from .plan import (
+    MAX_UNITS,
+    Unit,
+    pass_halves_from,
+    pass_unit_bytes_for,
+    plan_units,
+    total_bytes,
+    unit_bytes_for,
+)
 from .ranges import RangePlan, batch_cuts, plan_ranges, serial_reason
 from .source import HistorySource
 from .unit import UnitEnd, first_error, run_unit
@@ -154,8 +163,11 @@ def replay_spark(
     if history is None:
         history = source.open()  # fail early, on the driver, with the reader's error for a bad path
     once = requests_dir is not None and serial_reason(history, coalesce) is None  # the one pass (spark/onepass.py)
+    halves_from = None  # the one pass's last round in halves (plan.TAPER_BYTES), for the units it sizes itself
     if unit_bytes is None:
         unit_bytes = (pass_unit_bytes_for if once else unit_bytes_for)(history, sc.defaultParallelism)
+        if once:
+            halves_from = pass_halves_from(history, sc.defaultParallelism, unit_bytes)
     seconds: dict[str, float] = {}
     clock = time.monotonic()
     count = min(MAX_UNITS, total_bytes(history) // unit_bytes + 1)
@@ -165,7 +177,10 @@ def replay_spark(
     try:
         ends: list[UnitEnd] | None = None
         if once and spill is not None and requests_dir is not None:  # read once (spark/onepass.py)
-            begins: list[Position] = [(0, 0), *batch_cuts(history.segments, unit_bytes, count)]
+            halves = 0 if halves_from is None else sc.defaultParallelism
+            begins: list[Position] = [
+                (0, 0), *batch_cuts(history.segments, unit_bytes, min(MAX_UNITS, count + halves), halves_from=halves_from)
+            ]
             seconds["plan_cuts"] = time.monotonic() - clock
             staged = os.path.join(spill, "rows")  # the pass's parts, moved to requests_dir once it succeeded
             os.makedirs(os.fspath(requests_dir), exist_ok=True)  # made as the rows' writing starts, as before

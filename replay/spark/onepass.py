@@ -6,8 +6,9 @@ reports it reuses; issue 26: "read the log once"):
   keeps them (a unit's input is at most plan.MAX_UNIT_BYTES: about 5x that in objects), folds
   their deltas into a net effect (``ranges.RangeReport``, as ``range_report`` computes it) and
   publishes the report as a file; then it waits for its starting image, and replays the batches
-  it kept from that image (``engine.EngineRun``, as spark/unit.py does), its send groups spilled
-  as group_spill says. Before, the range stage and the unit stage read and decoded every batch
+  it kept from that image (``engine.EngineRun``, as spark/unit.py does); its send groups are
+  kept in the task (spark/kept_groups.py) when it writes its rows, else spilled as group_spill
+  says. Before, the range stage and the unit stage read and decoded every batch
   twice, the driver composed the images while both cores stood idle, and the unit stage began
   only after the slowest range task.
 - The driver (``one_pass``) runs the stage's job in a thread and, meanwhile, walks the reports
@@ -47,7 +48,8 @@ reports it reuses; issue 26: "read the log once"):
   report: the driver, while a report is late, asks Spark every second whether a task of the
   stage failed, and if so ends the pass the same way.
 - With ``WriteTo`` (the engine's runs) a task also writes its unit's rows (spark/write.py's
-  ``write_unit``, into the directory it names): it publishes its per-broker counts, waits for
+  ``write_rows``, into the directory it names), from the groups it kept, never pickled
+  (kept_groups: why): it publishes its per-broker counts, waits for
   the counts of every unit before it (published by tasks started before it, as the reports are),
   sums them in unit order into its first seq per broker (engine.first_seqs), and writes. The
   write stage after the pass, and the idle cores at its barrier, are gone: the hashing of unit i
@@ -83,10 +85,11 @@ from ..log.reading import Position
 from ..log.records import LogBatch
 from ..propagate.propagator import ReplayOptions
 from .group_spill import spill_path, write_groups
+from .kept_groups import KeptGroups
 from .ranges import RangeReport, continuity_problem, range_report
 from .source import HistorySource
 from .unit import UnitEnd
-from .write import write_unit
+from .write import write_rows
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -204,28 +207,34 @@ def range_unit(
     run = EngineRun(history, options, 1)
     groups = run.groups(batches, image=unpack_image(image), leader=leader)
     del image, got
-    error: CommandError | None = None
+    kept = None if write is None else KeptGroups(exchange, index)
     try:
-        write_groups(spill_path(exchange, index), groups)
-    except CommandError as e:  # a refused record, already named by file and offset
-        error = e
-    except OSError as e:  # the spill file (disk full, ...)
-        error = CommandError(os_error_line(e))
-    counts = dict(run.delivered)
-    replayed = UnitEnd(index, counts, run.summary, history.stats, 0.0, error)
-    if write is None:
-        return replayed
-    del run, groups, batches  # the replay's state and the kept batches: not held while the rows are written
-    _publish(_counts_path(exchange, index), counts)
-    first = _wait_counts(exchange, index, limit)
-    if first is None:
-        return None
-    written = None if error is not None else write_unit(
-        index, exchange, first, write.directory, write.with_frames, write.digest
-    )
-    with contextlib.suppress(OSError):
-        os.unlink(spill_path(exchange, index))
-    return attrs.evolve(replayed, written=written)
+        error: CommandError | None = None
+        try:
+            if kept is None:
+                write_groups(spill_path(exchange, index), groups)
+            else:
+                kept.keep(groups)
+        except CommandError as e:  # a refused record, already named by file and offset
+            error = e
+        except OSError as e:  # the spill file (disk full, ...)
+            error = CommandError(os_error_line(e))
+        counts = dict(run.delivered)
+        replayed = UnitEnd(index, counts, run.summary, history.stats, 0.0, error)
+        if write is None or kept is None:
+            return replayed
+        del run, groups, batches  # the replay's state and the kept batches: not held while the rows are written
+        _publish(_counts_path(exchange, index), counts)
+        first = _wait_counts(exchange, index, limit)
+        if first is None:
+            return None
+        written = None if error is not None else write_rows(
+            index, kept, first, write.directory, write.with_frames, write.digest
+        )
+        return attrs.evolve(replayed, written=written)
+    finally:
+        if kept is not None:
+            kept.close()
 
 
 @attrs.frozen(slots=True)

@@ -47,8 +47,8 @@ from ..log.sources import History
 from .source import HistorySource
 
 __all__ = [
-    "HistorySource", "MAX_UNITS", "MAX_UNIT_BYTES", "MIN_UNIT_BYTES", "PASS_UNITS_PER_CORE", "Unit", "pack_image",
-    "pass_unit_bytes_for", "plan_units", "unit_bytes_for", "unpack_image",
+    "HistorySource", "MAX_UNITS", "MAX_UNIT_BYTES", "MIN_UNIT_BYTES", "PASS_UNITS_PER_CORE", "TAPER_BYTES", "Unit",
+    "pack_image", "pass_halves_from", "pass_unit_bytes_for", "plan_units", "unit_bytes_for", "unpack_image",
 ]
 
 UNITS_PER_CORE = 8  # several units per core even out units of uneven cost
@@ -68,6 +68,12 @@ MIN_UNIT_BYTES = 256 << 10
 # 9.8 to 3.2 s.
 MAX_UNIT_BYTES = 64 << 20
 MAX_UNITS = 64  # each task has a fixed cost and a unit carries an image: a few dozen are plenty
+# The one pass's last round in halves (``pass_halves_from``), when its units are this large. Units
+# run in log order, each on the first core free, so the cores' last units end apart by up to a
+# unit's length: on the 10M-record log (local[2], 10 units of 58 MB, 35-47 s each) one core
+# worked alone for the last 9.5 s. Halves halve that bound for ``cores`` more units, whose fixed
+# cost (image, cold caches: about 0.5 s of CPU each) is worth it only on units of several seconds.
+TAPER_BYTES = 16 << 20
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -197,6 +203,15 @@ def pass_unit_bytes_for(history: History, cores: int) -> int:
     units = max(cores * PASS_UNITS_PER_CORE, -(-total // MAX_UNIT_BYTES))
     units = min(MAX_UNITS, -(-units // cores) * cores)
     return max(MIN_UNIT_BYTES, -(-total // units), -(-total // MAX_UNITS))
+
+
+def pass_halves_from(history: History, cores: int, unit_bytes: int) -> int | None:
+    """Where the one pass's last round starts, cut in halves (ranges.batch_cuts' ``halves_from``):
+    the input's last ``cores`` units' worth of bytes, when a unit is at least TAPER_BYTES; else None."""
+    total = total_bytes(history)
+    if unit_bytes < TAPER_BYTES or total <= max(1, cores) * unit_bytes:
+        return None
+    return total - max(1, cores) * unit_bytes
 
 
 def total_bytes(history: History) -> int:

@@ -93,12 +93,16 @@ def serial_reason(history: History, coalesce: int) -> str | None:
 WINDOW = 1 << 20  # bytes batch_cuts reads at a time
 
 
-def batch_cuts(segments: list[str], unit_bytes: int, max_units: int, window: int = WINDOW) -> list[Position]:
-    """Batch starts, one past every ``unit_bytes`` of input, at most ``max_units - 1`` of them.
-    A bad length ends the hop in that segment (the reader names it; the cuts stay batch starts).
-    The segments are read ``window`` bytes at a time (module rules: not mapped)."""
+def batch_cuts(segments: list[str], unit_bytes: int, max_units: int, window: int = WINDOW,
+               halves_from: int | None = None) -> list[Position]:
+    """Batch starts, one past every ``unit_bytes`` of input, at most ``max_units - 1`` of them;
+    with ``halves_from``, one past every ``unit_bytes // 2`` after a cut at or past that byte of
+    the input (the one pass's last round: plan.pass_halves_from). A bad length ends the hop in
+    that segment (the reader names it; the cuts stay batch starts). The segments are read
+    ``window`` bytes at a time (module rules: not mapped)."""
     cuts: list[Position] = []
-    done, next_cut = 0, unit_bytes
+    half = halves_from is not None and halves_from <= 0
+    done, next_cut = 0, unit_bytes // 2 if half else unit_bytes
     unpack = _PREFIX.unpack_from
     for seg, path in enumerate(segments):
         size = os.path.getsize(path)
@@ -110,7 +114,8 @@ def batch_cuts(segments: list[str], unit_bytes: int, max_units: int, window: int
                     cuts.append((seg, pos))
                     if len(cuts) + 1 >= max_units:
                         return cuts
-                    next_cut = done + pos + unit_bytes
+                    half = half or (halves_from is not None and done + pos >= halves_from)
+                    next_cut = done + pos + (unit_bytes // 2 if half else unit_bytes)
                     cut_at = next_cut - done
                 if pos > limit:
                     f.seek(pos)

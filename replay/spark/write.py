@@ -2,8 +2,9 @@
 
 Rules of this module:
 - The write task of unit i reads the unit's send groups back from the run's scratch directory
-  (group_spill), numbers the rows from the per-broker starting points the driver computed
-  (prefix sums of the earlier units' counts), hashes each frame (rows.expand_columns) and writes
+  (group_spill; the one pass hands its task's own to ``write_rows``: spark/kept_groups.py),
+  numbers the rows from the per-broker starting points the driver computed (prefix sums of
+  the earlier units' counts), hashes each frame (rows.expand_columns) and writes
   ``part-<i>.parquet`` with pyarrow, so the files read back in send order.
 - It returns a ``WriteEnd`` (its unit, the rows written, its error), never raises on what the
   user can act on: an OS error of the spill file or of the Parquet file (pyarrow's file errors
@@ -16,16 +17,17 @@ Rules of this module:
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import attrs
 
 from ctrlbatch.common import CommandError, os_error_line
 
-from ..rows.rows import REQUEST_SCHEMA, expand_columns, request_schema
+from ..rows.rows import REQUEST_SCHEMA, SendGroup, expand_columns, request_schema
 from .group_spill import read_groups, spill_path
 
-__all__ = ["WriteEnd", "write_unit"]
+__all__ = ["WriteEnd", "write_rows", "write_unit"]
 
 
 @attrs.frozen(slots=True)
@@ -41,12 +43,20 @@ def write_unit(
     index: int, spill: str, first_seq: dict[int, int], directory: str, with_frames: bool, digest: str = "sha256",
 ) -> WriteEnd:
     """Write unit ``index``'s rows (its groups from ``spill``) to ``directory/part-<index>.parquet``."""
+    return write_rows(index, read_groups(spill_path(spill, index)), first_seq, directory, with_frames, digest)
+
+
+def write_rows(
+    index: int, groups: Iterable[SendGroup], first_seq: dict[int, int], directory: str, with_frames: bool,
+    digest: str = "sha256",
+) -> WriteEnd:
+    """Write unit ``index``'s rows (``groups``, in send order; an OSError while they are read is
+    the WriteEnd's error too) to ``directory/part-<index>.parquet``."""
     from ..output.output import ParquetRows
 
     writer = None
     try:
         writer = ParquetRows(Path(directory), request_schema(digest), name=f"part-{index:05d}.parquet")
-        groups = read_groups(spill_path(spill, index))
         for columns in expand_columns(groups, dict(first_seq), with_frames, REQUEST_SCHEMA.names):
             writer.write_columns(columns)
         writer.close()

@@ -1,7 +1,8 @@
 """The one pass writing each unit's rows in the unit's own task (spark/onepass.py, ``WriteTo``):
 the parts read back are the sequential engine's rows, numbered from the earlier units' counts; a
 task waiting for an earlier unit's counts ends (None) when the pass is aborted, within its limit;
-and the fewer units of the pass (plan.pass_unit_bytes_for) come in whole rounds per core."""
+and the fewer units of the pass (plan.pass_unit_bytes_for) come in whole rounds per core, the
+last in halves when the units are large (plan.pass_halves_from)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from ctrlbatch.replay.spark.plan import (
     MAX_UNITS,
     MIN_UNIT_BYTES,
     PASS_UNITS_PER_CORE,
+    TAPER_BYTES,
+    pass_halves_from,
     pass_unit_bytes_for,
 )
 from ctrlbatch.replay.spark.ranges import batch_cuts, range_report
@@ -132,3 +135,23 @@ def test_the_pass_cuts_whole_rounds_per_core(tmp_path: Path) -> None:
             assert units % cores == 0 and units >= cores * PASS_UNITS_PER_CORE
     assert pass_unit_bytes_for(sized(58 << 20), 2) == -(-(58 << 20) // (2 * PASS_UNITS_PER_CORE))
     assert pass_unit_bytes_for(sized(1000), 2) == MIN_UNIT_BYTES
+
+
+def test_the_last_round_is_in_halves_when_units_are_large(tmp_path: Path) -> None:
+    """plan.pass_halves_from: the last ``cores`` units' worth of input, cut in halves, once a unit
+    is at least TAPER_BYTES (the 10M-record log's 58 MB units: yes; the 1M log's 7 MB: no)."""
+    def sized(total: int) -> Any:
+        path = tmp_path / f"{total}.log"
+        with open(path, "wb") as f:
+            f.truncate(total)
+        return SimpleNamespace(segments=[str(path)])
+
+    for total, cores in [(578 << 20, 2), (578 << 20, 3), (5 << 30, 2), (58 << 20, 2), (40 << 20, 8)]:
+        history = sized(total)
+        size = pass_unit_bytes_for(history, cores)
+        at = pass_halves_from(history, cores, size)
+        if size < TAPER_BYTES:
+            assert at is None
+        else:
+            assert at == total - cores * size and 0 < at < total
+    assert pass_halves_from(sized(578 << 20), 2, 578 << 20) is None  # one unit: no last round to halve

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import struct
 import tempfile
 from pathlib import Path
@@ -102,10 +103,14 @@ def test_batch_cuts_are_batch_starts(tmp_path: Path) -> None:
     assert len(batch_cuts(history.segments, 700, 5)) == 4
 
 
-def _hopped(segments: list[str], unit_bytes: int, max_units: int) -> list[tuple[int, int]]:
+def _hopped(segments: list[str], unit_bytes: int, max_units: int, halves_from: int | None = None) -> list[tuple[int, int]]:
     """batch_cuts' rule, on each segment read whole: the reference the windowed read must match."""
     cuts: list[tuple[int, int]] = []
-    done, next_cut = 0, unit_bytes
+
+    def step(at: int) -> int:  # a unit's bytes after a cut at ``at``: half from halves_from on
+        return unit_bytes // 2 if halves_from is not None and at >= halves_from else unit_bytes
+
+    done, next_cut = 0, step(0)
     for seg, path in enumerate(segments):
         data = Path(path).read_bytes()
         pos = 0
@@ -114,7 +119,7 @@ def _hopped(segments: list[str], unit_bytes: int, max_units: int) -> list[tuple[
                 cuts.append((seg, pos))
                 if len(cuts) + 1 >= max_units:
                     return cuts
-                next_cut = done + pos + unit_bytes
+                next_cut = done + pos + step(done + pos)
             length = struct.unpack_from(">qi", data, pos)[1]
             if length <= 0:
                 break
@@ -124,14 +129,33 @@ def _hopped(segments: list[str], unit_bytes: int, max_units: int) -> list[tuple[
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(LOGS), st.integers(1, 5000), st.integers(2, 200), st.integers(1, 3000))
+@given(st.sampled_from(LOGS), st.integers(1, 5000), st.integers(2, 200), st.integers(1, 3000),
+       st.none() | st.integers(-10, 60_000))
 def test_batch_cuts_read_in_windows_equal_the_whole_segments(
-    log: tuple[int, int, int | None, int], unit_bytes: int, max_units: int, window: int
+    log: tuple[int, int, int | None, int], unit_bytes: int, max_units: int, window: int, halves_from: int | None
 ) -> None:
     """The window only changes how much is read at a time, never the cuts (a window shorter than
-    a prefix reads the prefix whole)."""
+    a prefix reads the prefix whole); the same with the last units in halves."""
     segments = HistorySource(_log(*log)).open().segments
-    assert batch_cuts(segments, unit_bytes, max_units, window) == _hopped(segments, unit_bytes, max_units)
+    assert batch_cuts(segments, unit_bytes, max_units, window, halves_from) == _hopped(
+        segments, unit_bytes, max_units, halves_from
+    )
+
+
+def test_the_last_units_are_halves(tmp_path: Path) -> None:
+    """From ``halves_from`` on, a unit is cut past half as many bytes as before it."""
+    history = HistorySource(_log(3, 21, None, 1 << 30)).open()
+    (segment,) = history.segments
+    total = Path(segment).stat().st_size
+    whole = batch_cuts(history.segments, 6000, 1000)
+    tapered = batch_cuts(history.segments, 6000, 1000, halves_from=total - 2 * 6000)
+    at = [0, *(pos for _, pos in tapered), total]
+    sizes = [b - a for a, b in itertools.pairwise(at)]
+    before = [s for a, s in zip(at, sizes, strict=False) if a < total - 2 * 6000]
+    after = [s for a, s in zip(at, sizes, strict=False) if a >= total - 2 * 6000]
+    assert len(after) >= 3 and all(s < 6000 for s in after)  # halves: a batch past each target, the last the rest
+    assert all(s >= 3000 for s in after[:-1])
+    assert all(s >= 6000 for s in before) and tapered[: len(before) - 1] == whole[: len(before) - 1]
 
 
 def test_what_is_planned_serially_says_why(tmp_path: Path) -> None:
