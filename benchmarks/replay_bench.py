@@ -44,6 +44,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -266,7 +267,8 @@ def report(results: dict[str, Any], args: argparse.Namespace, load_before: tuple
         name = "Spark local[2]" if engine == "spark" else "sequential"
         shape = (f"{args.large_topics} topics" if size == "large" else f"{args.topics:,} topics")
         runs_s = sorted(r.get("runs") or [r["seconds"]])
-        best = f" (best of {len(runs_s)}, median {runs_s[len(runs_s) // 2]:.1f}, max {runs_s[-1]:.1f})" if len(runs_s) > 1 else ""
+        middle = statistics.median(runs_s)
+        best = f" (best of {len(runs_s)}, median {middle:.1f}, max {runs_s[-1]:.1f})" if len(runs_s) > 1 else ""
         print(f"  {name:<15} {n:>12,} records, {shape:>12}: {r['seconds']:8.1f} s{best} (load {r.get('loadavg', 0):.2f}), "
               f"{_frame_bytes(r) / 1e9:.1f} GB of frames, floor {floor_s:.1f} s on {cores} core(s): x{ratio:.2f}"
               + (f" (target <= {limit:.0f}x)" if target else ""))
@@ -274,7 +276,7 @@ def report(results: dict[str, Any], args: argparse.Namespace, load_before: tuple
             what=f"{name} replay of {n:,} records, {shape} of {args.partitions:,} partitions, against its floor "
                  f"(SHA-256 of every frame byte on {cores} core(s))",
             value=r["seconds"], unit="s", peer="SHA-256 floor, same run", peer_value=floor_s, ratio=ratio,
-            min=runs_s[0] if best else None, median=runs_s[len(runs_s) // 2] if best else None,
+            min=runs_s[0] if best else None, median=middle if best else None,
             max=runs_s[-1] if best else None,
             ratio_of=f"best of {len(runs_s)} runs / floor" if best else "time / floor", target=f"ratio <= {limit:.0f}x" if target and limit else None,
             met=ratio <= limit if target and limit else None,

@@ -127,6 +127,7 @@ __all__ = [
     "TopicChange",
     "TopicImage",
     "apply_delta",
+    "make_partition",
     "metadata_version_for_level",
 ]
 
@@ -377,6 +378,7 @@ _make_partition: Callable[..., PartitionRegistration] = trusted_constructor(Part
 _make_topic: Callable[..., TopicImage] = trusted_constructor(TopicImage)
 _make_image: Callable[..., MetadataImage] = trusted_constructor(MetadataImage)
 _make_change: Callable[..., TopicChange] = trusted_constructor(TopicChange)
+make_partition = _make_partition  # for packed_image's unpacking: its values are a registration's own fields
 _make_changes: Callable[..., DeltaChanges] = trusted_constructor(DeltaChanges)
 
 

@@ -28,7 +28,7 @@ import attrs
 
 from ctrlbatch.context import MetadataVersion
 
-from .image import BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage, _make_partition
+from .image import BrokerRegistration, MetadataImage, PartitionRegistration, TopicImage, make_partition
 
 __all__ = ["PART_FIELDS", "PackedImage", "PackedPartition", "pack_image", "part_values", "unpack_image"]
 
@@ -78,7 +78,7 @@ def unpack_image(packed: PackedImage | tuple[Any, ...]) -> MetadataImage:
     part_fields, brokers, topics, names, version, offset, epoch = packed
     if tuple(part_fields) != PART_FIELDS:
         raise RuntimeError("the executors run another version of ctrlbatch than the driver (PartitionRegistration)")
-    reg = _make_partition  # trusted: the values are a PartitionRegistration's own fields (module rules)
+    reg = make_partition  # trusted: the values are a PartitionRegistration's own fields (module rules)
     rebuilt = {
         tid: TopicImage(tid, name, {p: reg(*values) for p, values in parts.items()})
         for tid, (name, parts) in topics.items()

@@ -66,7 +66,7 @@ from .onepass import WriteTo, one_pass
 from .plan import (
     MAX_UNITS,
     Unit,
-    pass_halves_from,
+    pass_taper,
     pass_unit_bytes_for,
     plan_units,
     total_bytes,
@@ -163,11 +163,9 @@ def replay_spark(
     if history is None:
         history = source.open()  # fail early, on the driver, with the reader's error for a bad path
     once = requests_dir is not None and serial_reason(history, coalesce) is None  # the one pass (spark/onepass.py)
-    halves_from = None  # the one pass's last round in halves (plan.TAPER_BYTES), for the units it sizes itself
+    sized = unit_bytes is None  # the one pass halves its last round (plan.taper) only for units it sizes itself
     if unit_bytes is None:
         unit_bytes = (pass_unit_bytes_for if once else unit_bytes_for)(history, sc.defaultParallelism)
-        if once:
-            halves_from = pass_halves_from(history, sc.defaultParallelism, unit_bytes)
     seconds: dict[str, float] = {}
     clock = time.monotonic()
     count = min(MAX_UNITS, total_bytes(history) // unit_bytes + 1)
@@ -177,9 +175,9 @@ def replay_spark(
     try:
         ends: list[UnitEnd] | None = None
         if once and spill is not None and requests_dir is not None:  # read once (spark/onepass.py)
-            halves = 0 if halves_from is None else sc.defaultParallelism
+            halves_from, halves = pass_taper(history, sc.defaultParallelism, unit_bytes, count) if sized else (None, 0)
             begins: list[Position] = [
-                (0, 0), *batch_cuts(history.segments, unit_bytes, min(MAX_UNITS, count + halves), halves_from=halves_from)
+                (0, 0), *batch_cuts(history.segments, unit_bytes, count + halves, halves_from=halves_from)
             ]
             seconds["plan_cuts"] = time.monotonic() - clock
             staged = os.path.join(spill, "rows")  # the pass's parts, moved to requests_dir once it succeeded

@@ -1,5 +1,9 @@
 """A Spark unit's send groups kept in a file of its own between the replay and the write stage.
 
+(The one pass, whose task replays a unit and writes its rows itself, keeps them in the task:
+spark/kept_groups.py. This file carries them for the serial and two-stage plans, and for a
+one-pass task that is not asked to write rows.)
+
 Rules of this module:
 - Why a file the Python task writes, not Spark's storage: the groups (every full-image
   UpdateMetadata body once, 4.1 GB at 10M generated records) went from the unit task to the

@@ -48,7 +48,7 @@ from .source import HistorySource
 
 __all__ = [
     "HistorySource", "MAX_UNITS", "MAX_UNIT_BYTES", "MIN_UNIT_BYTES", "PASS_UNITS_PER_CORE", "TAPER_BYTES", "Unit",
-    "pack_image", "pass_halves_from", "pass_unit_bytes_for", "plan_units", "unit_bytes_for", "unpack_image",
+    "pack_image", "pass_taper", "pass_unit_bytes_for", "plan_units", "taper", "unit_bytes_for", "unpack_image",
 ]
 
 UNITS_PER_CORE = 8  # several units per core even out units of uneven cost
@@ -61,14 +61,15 @@ UNITS_PER_CORE = 8  # several units per core even out units of uneven cost
 PASS_UNITS_PER_CORE = 4
 MIN_UNIT_BYTES = 256 << 10
 # The most input a unit gets while the log needs fewer than MAX_UNITS units. A unit's output
-# no longer stays in memory or in Spark (group_spill: a file, a chunk at a time), so a unit may
-# be as large as UNITS_PER_CORE asks; what a unit costs beside its work is fixed (a range task,
+# stays out of Spark (group_spill: a file, a chunk at a time; the one pass keeps its groups in
+# its task, the full images in a file: kept_groups, whose rules give a task's peak memory), so a
+# unit may be as large as UNITS_PER_CORE asks; what a unit costs beside its work is fixed (a range task,
 # its image composed on the driver and unpacked in the task, its first full-image body from a
 # cold memo): on the 10M-record log (578 MB, local[2]) 16 units took the driver's combine from
 # 9.8 to 3.2 s.
 MAX_UNIT_BYTES = 64 << 20
 MAX_UNITS = 64  # each task has a fixed cost and a unit carries an image: a few dozen are plenty
-# The one pass's last round in halves (``pass_halves_from``), when its units are this large. Units
+# The one pass's last round in halves (``taper``), when its units are this large. Units
 # run in log order, each on the first core free, so the cores' last units end apart by up to a
 # unit's length: on the 10M-record log (local[2], 10 units of 58 MB, 35-47 s each) one core
 # worked alone for the last 9.5 s. Halves halve that bound for ``cores`` more units, whose fixed
@@ -205,13 +206,22 @@ def pass_unit_bytes_for(history: History, cores: int) -> int:
     return max(MIN_UNIT_BYTES, -(-total // units), -(-total // MAX_UNITS))
 
 
-def pass_halves_from(history: History, cores: int, unit_bytes: int) -> int | None:
-    """Where the one pass's last round starts, cut in halves (ranges.batch_cuts' ``halves_from``):
-    the input's last ``cores`` units' worth of bytes, when a unit is at least TAPER_BYTES; else None."""
-    total = total_bytes(history)
-    if unit_bytes < TAPER_BYTES or total <= max(1, cores) * unit_bytes:
-        return None
-    return total - max(1, cores) * unit_bytes
+def pass_taper(history: History, cores: int, unit_bytes: int, count: int) -> tuple[int | None, int]:
+    """The one pass's last round in halves (ranges.batch_cuts' ``halves_from``) and the units that
+    adds, for ``count`` units of ``unit_bytes``: ``taper(total_bytes(history), ...)``."""
+    return taper(total_bytes(history), cores, unit_bytes, count)
+
+
+def taper(total: int, cores: int, unit_bytes: int, count: int) -> tuple[int | None, int]:
+    """Where the last ``k`` units' worth of ``total`` input bytes starts (cut in halves: ``k``
+    more units, at most MAX_UNITS in all) and ``k``: one unit per core, fewer where MAX_UNITS
+    binds; (None, 0) when units are below TAPER_BYTES, on one core, or where nothing is left to
+    halve. ``count`` is the cuts' bound without it (batch_cuts' ``max_units``); with it the
+    bound is ``count + k``, so the halves never run out of cuts (a last unit holding the rest)."""
+    k = min(cores, MAX_UNITS - count)
+    if cores < 2 or unit_bytes < TAPER_BYTES or k < 1 or total <= k * unit_bytes:
+        return None, 0
+    return total - k * unit_bytes, k
 
 
 def total_bytes(history: History) -> int:

@@ -97,7 +97,7 @@ def batch_cuts(segments: list[str], unit_bytes: int, max_units: int, window: int
                halves_from: int | None = None) -> list[Position]:
     """Batch starts, one past every ``unit_bytes`` of input, at most ``max_units - 1`` of them;
     with ``halves_from``, one past every ``unit_bytes // 2`` after a cut at or past that byte of
-    the input (the one pass's last round: plan.pass_halves_from). A bad length ends the hop in
+    the input (the one pass's last round: plan.taper). A bad length ends the hop in
     that segment (the reader names it; the cuts stay batch starts). The segments are read
     ``window`` bytes at a time (module rules: not mapped)."""
     cuts: list[Position] = []

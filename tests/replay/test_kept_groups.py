@@ -4,6 +4,7 @@ file names it."""
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,5 +79,32 @@ def test_the_replay_error_passes_through(tmp_path: Path) -> None:
     kept = KeptGroups(str(tmp_path), 0, large=1)
     with pytest.raises(ValueError, match="a refused record"):
         kept.keep(failing())
+    kept.close()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_failed_write_and_a_short_read_name_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error of the file descriptor (no file name of its own) and a body read back short both
+    come out as OSErrors naming the kept bodies' file (common.os_error_line: one line)."""
+    group = SendGroup(1, 2, 6, 8, 1, 5, 0, 1, 40, b"x" * 64, None, (1,), (10,))
+    kept = KeptGroups(str(tmp_path), 0, large=1)
+
+    def full(fd: int, data: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "write", full)  # the module kept_groups calls through, for keep() alone
+        with pytest.raises(OSError) as caught:
+            kept.keep([group])
+    assert os_error_line(caught.value) == f"{kept.path}: No space left on device"
+    kept.close()
+
+    kept = KeptGroups(str(tmp_path), 1, large=1)
+    kept.keep([group])
+    with monkeypatch.context() as m:
+        m.setattr(os, "pread", lambda fd, n, at: b"x" * (n - 1))
+        with pytest.raises(OSError) as caught:
+            list(kept)
+    assert os_error_line(caught.value) == f"{kept.path}: 63 bytes read back of a 64-byte body"
     kept.close()
     assert os.listdir(tmp_path) == []

@@ -2,17 +2,21 @@
 the parts read back are the sequential engine's rows, numbered from the earlier units' counts; a
 task waiting for an earlier unit's counts ends (None) when the pass is aborted, within its limit;
 and the fewer units of the pass (plan.pass_unit_bytes_for) come in whole rounds per core, the
-last in halves when the units are large (plan.pass_halves_from)."""
+last in halves when the units are large (plan.taper)."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import pickle
+import tempfile
 import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
@@ -23,14 +27,15 @@ from ctrlbatch.replay.generate.generator import generate_log
 from ctrlbatch.replay.log.reading import Position
 from ctrlbatch.replay.propagate.propagator import ReplayOptions
 from ctrlbatch.replay.spark import onepass
+from ctrlbatch.replay.spark.kept_groups import LARGE_BODY, KeptGroups
 from ctrlbatch.replay.spark.plan import (
     MAX_UNIT_BYTES,
     MAX_UNITS,
     MIN_UNIT_BYTES,
     PASS_UNITS_PER_CORE,
     TAPER_BYTES,
-    pass_halves_from,
     pass_unit_bytes_for,
+    taper,
 )
 from ctrlbatch.replay.spark.ranges import batch_cuts, range_report
 from ctrlbatch.replay.spark.source import HistorySource
@@ -61,9 +66,11 @@ def _compose_in_thread(exchange: str, begins: list[Position]) -> threading.Threa
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 50), unit_bytes=st.sampled_from([1500, 3000, 7000]), digest=st.sampled_from(["sha256", "none"]),
-       frames=st.booleans())
+       frames=st.booleans(), large=st.sampled_from([1, 200, LARGE_BODY]))
 def test_the_pass_writes_the_sequential_rows(tmp_path_factory: Any, seed: int, unit_bytes: int, digest: str,
-                                            frames: bool) -> None:
+                                            frames: bool, large: int) -> None:
+    """... with the bodies kept in the task's file from ``large`` bytes on (kept_groups: these
+    logs' bodies are all below LARGE_BODY, so smaller thresholds send them through the file)."""
     frames = frames and digest == "sha256"
     tmp = tmp_path_factory.mktemp("onepass-write")
     generate_log(tmp / "data", brokers=4, topics=4, partitions=16, records=2000, seed=seed, segment_bytes=4096)
@@ -76,18 +83,19 @@ def test_the_pass_writes_the_sequential_rows(tmp_path_factory: Any, seed: int, u
     driver = _compose_in_thread(exchange, begins)
     write = onepass.WriteTo(str(out), frames, digest)
     ends: list[UnitEnd] = []
-    for i in range(len(begins)):
-        stop = begins[i + 1] if i + 1 < len(begins) else None
-        end = onepass.range_unit(source, options, i, begins[i], stop, exchange, 60.0, write)
-        assert end is not None and end.error is None
-        ends.append(pickle.loads(pickle.dumps(end)))
+    with mock.patch.object(onepass, "KeptGroups", functools.partial(KeptGroups, large=large)):
+        for i in range(len(begins)):
+            stop = begins[i + 1] if i + 1 < len(begins) else None
+            end = onepass.range_unit(source, options, i, begins[i], stop, exchange, 60.0, write)
+            assert end is not None and end.error is None
+            ends.append(pickle.loads(pickle.dumps(end)))
     driver.join(timeout=60)
     assert len(ends) > 3
     assert all(isinstance(e.written, WriteEnd) and e.written.error is None for e in ends)
     assert [e.written.index for e in ends if e.written is not None] == list(range(len(ends)))
     assert sum(e.written.rows for e in ends if e.written is not None) == len(expected)
     assert pq.read_table(out).to_pylist() == expected
-    assert not [n for n in os.listdir(exchange) if n.endswith((".partial", ".groups"))]  # spills gone once written
+    assert not [n for n in os.listdir(exchange) if n.endswith((".partial", ".groups", ".bodies"))]  # gone once written
 
 
 def test_a_task_waiting_for_counts_ends_when_the_pass_is_aborted(tmp_path: Path) -> None:
@@ -137,21 +145,64 @@ def test_the_pass_cuts_whole_rounds_per_core(tmp_path: Path) -> None:
     assert pass_unit_bytes_for(sized(1000), 2) == MIN_UNIT_BYTES
 
 
-def test_the_last_round_is_in_halves_when_units_are_large(tmp_path: Path) -> None:
-    """plan.pass_halves_from: the last ``cores`` units' worth of input, cut in halves, once a unit
-    is at least TAPER_BYTES (the 10M-record log's 58 MB units: yes; the 1M log's 7 MB: no)."""
-    def sized(total: int) -> Any:
-        path = tmp_path / f"{total}.log"
-        with open(path, "wb") as f:
-            f.truncate(total)
-        return SimpleNamespace(segments=[str(path)])
-
-    for total, cores in [(578 << 20, 2), (578 << 20, 3), (5 << 30, 2), (58 << 20, 2), (40 << 20, 8)]:
-        history = sized(total)
-        size = pass_unit_bytes_for(history, cores)
-        at = pass_halves_from(history, cores, size)
+def test_the_last_round_is_in_halves_when_units_are_large() -> None:
+    """plan.taper: the last ``cores`` units' worth of input, cut in halves, once a unit is at
+    least TAPER_BYTES (the 10M-record log's 58 MB units: yes; the 1M log's 7 MB: no), fewer
+    units' worth where MAX_UNITS binds, none on one core."""
+    for total, cores in [(578 << 20, 2), (578 << 20, 3), (5 << 30, 2), (2 << 30, 14), (8 << 30, 32), (58 << 20, 2)]:
+        size = -(-total // (-(-total // MAX_UNIT_BYTES)))  # units of at most MAX_UNIT_BYTES
+        count = min(MAX_UNITS, total // size + 1)
+        at, k = taper(total, cores, size, count)
         if size < TAPER_BYTES:
-            assert at is None
-        else:
-            assert at == total - cores * size and 0 < at < total
-    assert pass_halves_from(sized(578 << 20), 2, 578 << 20) is None  # one unit: no last round to halve
+            assert (at, k) == (None, 0)
+            continue
+        want = min(cores, MAX_UNITS - count)
+        if total <= want * size:  # nothing left before the last round
+            assert (at, k) == (None, 0)
+            continue
+        assert k == want and count + k <= MAX_UNITS and (at is None) == (k == 0)
+        if at is not None:
+            assert at == total - k * size
+    assert taper(578 << 20, 1, 64 << 20, 10) == (None, 0)  # one core: nothing to balance
+    assert taper(578 << 20, 2, 578 << 20, 2) == (None, 0)  # one unit: no last round to halve
+    assert taper(4 << 30, 2, 64 << 20, MAX_UNITS) == (None, 0)  # MAX_UNITS units already
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(4, 70), st.integers(1, 16))
+def test_the_halves_never_run_out_of_cuts(units: int, cores: int) -> None:
+    """With ``count + k`` cuts allowed (engine.replay_spark: count as it computes it), no unit is
+    larger than a unit plus a batch, those from ``halves_from`` on than half a unit plus a batch,
+    whatever the cores and however close to MAX_UNITS the count is (taper's TAPER_BYTES set
+    aside: these units are small)."""
+    segments = HistorySource(_one_segment_log()).open().segments
+    total = sum(os.path.getsize(s) for s in segments)
+    unit_bytes = -(-total // units)
+    count = min(MAX_UNITS, total // unit_bytes + 1)
+    k = min(cores, MAX_UNITS - count)
+    if cores < 2 or k < 1 or total <= k * unit_bytes:
+        return
+    at = total - k * unit_bytes
+    cuts = batch_cuts(segments, unit_bytes, count + k, halves_from=at)
+    assert len(cuts) + 1 <= count + k
+    starts = [0, *(pos for _, pos in cuts), total]  # one segment: a cut's position is its byte
+    largest_batch = max(_batch_sizes(segments[0]))
+    for a, b in itertools.pairwise(starts):
+        assert b - a <= (unit_bytes // 2 if a >= at else unit_bytes) + largest_batch, (a, b, at)
+
+
+@functools.cache
+def _one_segment_log() -> str:
+    out = tempfile.mkdtemp(prefix="onepass-halves-")
+    generate_log(out, brokers=4, topics=4, partitions=16, records=3000, seed=3, segment_bytes=1 << 30)
+    return out
+
+
+def _batch_sizes(segment: str) -> list[int]:
+    data = Path(segment).read_bytes()
+    sizes, pos = [], 0
+    while pos + 12 <= len(data):
+        length = int.from_bytes(data[pos + 8: pos + 12], "big", signed=True)
+        sizes.append(12 + length)
+        pos += 12 + length
+    return sizes
