@@ -225,11 +225,16 @@ def _run_local(job: ReplayJob, history: History, out: OutputDir | None) -> tuple
 
 def _run_spark(job: ReplayJob, history: History, out: OutputDir | None, phases: dict[str, float]) -> tuple[Any, ReadStats, int, str]:
     from ..spark.class_archive import CLASS_ARCHIVE
-    from ..spark.engine import HistorySource, replay_spark
-    from ..spark.master import MasterError
+    from ..spark.engine import EarlyCuts, HistorySource, replay_spark
+    from ..spark.master import MasterError, local_cores
     from ..spark.progress import StageProgress
+    from ..spark.ranges import serial_reason
     from ..spark.session import REPLAY_JAVA_OPTIONS, spark_session
 
+    cores = None if job.master is None else local_cores(job.master)
+    early = None  # the one pass's cuts, made while the JVM starts (spark/engine.py's EarlyCuts)
+    if cores is not None and out is not None and job.unit_bytes is None and serial_reason(history, job.coalesce) is None:
+        early = EarlyCuts(history, cores)
     try:
         spark = spark_session(job.master, quiet=not job.progress, java_options=REPLAY_JAVA_OPTIONS, class_archive=CLASS_ARCHIVE)
     except MasterError as e:
@@ -250,6 +255,7 @@ def _run_spark(job: ReplayJob, history: History, out: OutputDir | None, phases: 
                 with_frames=job.with_frames,
                 unit_bytes=job.unit_bytes,
                 history=history,  # opened once on the driver (execute)
+                early=early,
             )
     except CommandError:
         raise

@@ -19,11 +19,12 @@ Rules of this module:
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import socket
 from collections.abc import Iterator
 
-__all__ = ["MASTER_CONNECT_TIMEOUT_S", "MASTER_FORMS", "MasterError", "check_master", "session_start"]
+__all__ = ["MASTER_CONNECT_TIMEOUT_S", "MASTER_FORMS", "MasterError", "check_master", "local_cores", "session_start"]
 
 MASTER_CONNECT_TIMEOUT_S = 5.0
 
@@ -37,6 +38,21 @@ MASTER_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("k8s://URL", re.compile(r"k8s://\S+")),
     ("mesos://URL", re.compile(r"mesos://\S+")),
 )
+
+
+_LOCAL_CORES = re.compile(r"local(?:\[(\d+|\*)(?:\s*,\s*\d+)?\])?")
+
+
+def local_cores(url: str) -> int | None:
+    """The cores a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master runs tasks on (its
+    default parallelism, as Spark sets it: ``*`` is the machine's processors), before any JVM;
+    None for another master."""
+    m = _LOCAL_CORES.fullmatch(url.strip())
+    if m is None:
+        return None
+    n = m.group(1)
+    cores = 1 if n is None else (os.cpu_count() or 1) if n == "*" else int(n)
+    return cores if cores >= 1 else None
 
 
 class MasterError(ValueError):

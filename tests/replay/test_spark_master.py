@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctrlbatch.replay.spark.master import MASTER_CONNECT_TIMEOUT_S, MasterError, check_master
+from ctrlbatch.replay.spark.master import MASTER_CONNECT_TIMEOUT_S, MasterError, check_master, local_cores
 
 
 def _unused_port() -> int:
@@ -87,3 +88,13 @@ def test_a_listener_that_is_not_a_master_ends_in_one_line(sample_dir: Path) -> N
         f"ctrlbatch replay: error: --master: the Spark application was stopped before it started: the master {url} "
         "did not register it (for spark://, Spark gives up after 3 x 20 s: is that address a Spark master?)"
     ]
+
+
+@pytest.mark.parametrize(("url", "cores"), [
+    ("local", 1), ("local[2]", 2), ("local[*]", os.cpu_count()), ("local[4,3]", 4), ("local[*, 2]", os.cpu_count()),
+    ("local[0]", None), ("local-cluster[2,1,1024]", None), ("spark://127.0.0.1:7077", None), ("yarn", None),
+])
+def test_local_cores_before_any_jvm(url: str, cores: int | None) -> None:
+    """master.local_cores: a local master's default parallelism read from its URL (what the
+    replay's early cuts are made for); None where only the cluster knows."""
+    assert local_cores(url) == cores

@@ -27,6 +27,7 @@ from ctrlbatch.replay.generate.generator import generate_log
 from ctrlbatch.replay.log.reading import Position
 from ctrlbatch.replay.propagate.propagator import ReplayOptions
 from ctrlbatch.replay.spark import onepass
+from ctrlbatch.replay.spark.engine import EarlyCuts
 from ctrlbatch.replay.spark.kept_groups import LARGE_BODY, KeptGroups
 from ctrlbatch.replay.spark.plan import (
     MAX_UNIT_BYTES,
@@ -206,3 +207,32 @@ def _batch_sizes(segment: str) -> list[int]:
         sizes.append(12 + length)
         pos += 12 + length
     return sizes
+
+
+def test_early_cuts_are_the_cuts_the_engine_makes() -> None:
+    """engine.EarlyCuts, begun before the JVM: for the arguments it was made for, exactly the cuts
+    replay_spark would make; for any other unit size, count or halves, None (the engine cuts)."""
+    history = HistorySource(_one_segment_log()).open()
+    for cores in (1, 2, 3):
+        early = EarlyCuts(history, cores)
+        unit_bytes = pass_unit_bytes_for(history, cores)
+        assert early.unit_bytes == unit_bytes
+        want = [(0, 0), *batch_cuts(history.segments, unit_bytes, early.max_units, halves_from=early.halves_from)]
+        assert early.begins(unit_bytes, early.max_units, early.halves_from) == want
+        assert early.begins(unit_bytes + 1, early.max_units, early.halves_from) is None
+        assert early.begins(unit_bytes, early.max_units + 1, early.halves_from) is None
+        assert early.begins(unit_bytes, early.max_units, 12345) is None
+
+
+def test_early_cuts_drop_their_error(monkeypatch: Any) -> None:
+    """An error while the early cuts are made (a segment gone) leaves no cuts: None, and the
+    engine makes them itself, raising the reader's error where it always did."""
+    from ctrlbatch.replay.spark import engine
+
+    def gone(*args: Any, **kwargs: Any) -> Any:
+        raise FileNotFoundError(2, "No such file or directory", "00000000000000000000.log")
+
+    monkeypatch.setattr(engine, "batch_cuts", gone)
+    history = HistorySource(_one_segment_log()).open()
+    early = EarlyCuts(history, 2)
+    assert early.begins(early.unit_bytes, early.max_units, early.halves_from) is None
