@@ -69,13 +69,12 @@ from ..rows.summary import ReplaySummary
 from .group_spill import spill_dir
 from .onepass import WriteTo, one_pass
 from .plan import (
-    MAX_UNITS,
     Unit,
     pass_taper,
     pass_unit_bytes_for,
     plan_units,
-    total_bytes,
     unit_bytes_for,
+    unit_count,
 )
 from .ranges import RangePlan, batch_cuts, plan_ranges, serial_reason
 from .source import HistorySource
@@ -147,7 +146,7 @@ class EarlyCuts:
 
     def __init__(self, history: History, cores: int) -> None:
         self.unit_bytes = pass_unit_bytes_for(history, cores)
-        count = min(MAX_UNITS, total_bytes(history) // self.unit_bytes + 1)
+        count = unit_count(history, self.unit_bytes)
         self.halves_from, halves = pass_taper(history, cores, self.unit_bytes, count)
         self.max_units = count + halves
         self._begins: list[Position] | None = None
@@ -203,7 +202,7 @@ def replay_spark(
         unit_bytes = (pass_unit_bytes_for if once else unit_bytes_for)(history, sc.defaultParallelism)
     seconds: dict[str, float] = {}
     clock = time.monotonic()
-    count = min(MAX_UNITS, total_bytes(history) // unit_bytes + 1)
+    count = unit_count(history, unit_bytes)
     spill = None if requests_dir is None else spill_dir(requests_dir)
     plan: RangePlan | None = None
     staged: str | None = None  # the one pass's rows (spark/onepass.py)

@@ -48,7 +48,7 @@ from .source import HistorySource
 
 __all__ = [
     "HistorySource", "MAX_UNITS", "MAX_UNIT_BYTES", "MIN_UNIT_BYTES", "PASS_UNITS_PER_CORE", "TAPER_BYTES", "Unit",
-    "pack_image", "pass_taper", "pass_unit_bytes_for", "plan_units", "taper", "unit_bytes_for", "unpack_image",
+    "pack_image", "pass_taper", "pass_unit_bytes_for", "plan_units", "taper", "unit_bytes_for", "unit_count", "unpack_image",
 ]
 
 UNITS_PER_CORE = 8  # several units per core even out units of uneven cost
@@ -222,6 +222,11 @@ def taper(total: int, cores: int, unit_bytes: int, count: int) -> tuple[int | No
     if cores < 2 or unit_bytes < TAPER_BYTES or k < 1 or total <= k * unit_bytes:
         return None, 0
     return total - k * unit_bytes, k
+
+
+def unit_count(history: History, unit_bytes: int) -> int:
+    """How many units batch_cuts may make of ``unit_bytes`` each (its ``max_units``, before a taper)."""
+    return min(MAX_UNITS, total_bytes(history) // unit_bytes + 1)
 
 
 def total_bytes(history: History) -> int:
