@@ -16,6 +16,11 @@ Rules of this module:
 - ``frame_sha256`` is ``FrameEncoder(...).sha256(...)`` without the encoder object, for a
   group of one row (most groups: each LeaderAndIsr body is one broker's; ~2M of them at 10M
   records); tests/replay/test_frame_sha256.py compares it with the hash of the whole frame.
+- ``sha256s_shared`` hands the second half of a group's frames to a helper thread (an
+  executor the caller owns), on a copy of the head, and hashes the first half itself: hashlib
+  releases the GIL while it hashes a buffer over 2 KiB, so the halves run on two cores when two
+  are free. A Spark task's write uses it (spark/write.py's rules); the sequential engine never
+  does, its floor being one core's.
 - The broker epoch's place in the body is the shared body's ``epoch_offset``
   (batch/builders.py SharedBody), the same place the batch patches it.
 """
@@ -26,6 +31,7 @@ import functools
 import hashlib
 import struct
 from collections.abc import Sequence
+from concurrent.futures import Executor
 
 from ctrlbatch.requests import request_head, request_header_version
 from ctrlbatch.requests.layout import fixed_offset
@@ -78,28 +84,20 @@ class FrameEncoder:
     def sha256s(self, correlation_ids: Sequence[int], broker_epochs: Sequence[int]) -> list[str]:
         """``[sha256(c, e) for c, e in zip(correlation_ids, broker_epochs)]`` in one call: one
         Python call per group of rows, not per row (module rules)."""
-        head, at, parts = self._head, self._at, self._parts
-        put = _CORRELATION.pack_into
-        sha = hashlib.sha256
-        out: list[str] = []
-        ap = out.append
-        if len(parts) == 1:
-            body = parts[0]
-            for c in correlation_ids:
-                put(head, at, c)
-                h = sha(head)
-                h.update(body)
-                ap(h.hexdigest())
-            return out
-        first, rest = parts
-        epoch = _BROKER_EPOCH.pack
-        for c, e in zip(correlation_ids, broker_epochs, strict=True):
-            put(head, at, c)
-            h = sha(head)
-            h.update(first)
-            h.update(epoch(e))
-            h.update(rest)
-            ap(h.hexdigest())
+        return _sha256s(self._head, self._at, self._parts, correlation_ids, broker_epochs)
+
+    def sha256s_shared(self, correlation_ids: Sequence[int], broker_epochs: Sequence[int], helper: Executor) -> list[str]:
+        """``sha256s``, its second half hashed by ``helper`` (a one-thread executor), on a head of
+        its own, while this thread hashes the first (module rules: a Spark task's idle core)."""
+        half = len(correlation_ids) // 2
+        later = helper.submit(
+            _sha256s, bytearray(self._head), self._at, self._parts, correlation_ids[half:], broker_epochs[half:],
+        )
+        try:
+            out = _sha256s(self._head, self._at, self._parts, correlation_ids[:half], broker_epochs[:half])
+        finally:
+            rest = later.result()  # waited for even when this half failed: the head and parts stay unshared
+        out += rest
         return out
 
     def frame(self, correlation_id: int, broker_epoch: int) -> bytes:
@@ -109,6 +107,36 @@ class FrameEncoder:
         parts = self._parts
         epoch = (_BROKER_EPOCH.pack(broker_epoch), parts[1]) if len(parts) == 2 else ()
         return b"".join((head, parts[0], *epoch))
+
+
+def _sha256s(
+    head: bytearray, at: int, parts: tuple[memoryview, ...], correlation_ids: Sequence[int],
+    broker_epochs: Sequence[int],
+) -> list[str]:
+    """The frames' hashes of one body (FrameEncoder.sha256s); ``head`` is written into, so two
+    threads never share one."""
+    put = _CORRELATION.pack_into
+    sha = hashlib.sha256
+    out: list[str] = []
+    ap = out.append
+    if len(parts) == 1:
+        body = parts[0]
+        for c in correlation_ids:
+            put(head, at, c)
+            h = sha(head)
+            h.update(body)
+            ap(h.hexdigest())
+        return out
+    first, rest = parts
+    epoch = _BROKER_EPOCH.pack
+    for c, e in zip(correlation_ids, broker_epochs, strict=True):
+        put(head, at, c)
+        h = sha(head)
+        h.update(first)
+        h.update(epoch(e))
+        h.update(rest)
+        ap(h.hexdigest())
+    return out
 
 
 def frame_sha256(

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor
 from typing import Any
 
 import attrs
@@ -61,11 +62,12 @@ from ..propagate.propagator import Send
 from .frames import FrameEncoder, frame_sha256, frame_size
 
 __all__ = [
-    "API_NAMES", "NO_FRAMES", "REQUEST_SCHEMA", "SIZES_SCHEMA", "UPDATE_TYPE_NAMES", "SendGroup", "expand_columns",
+    "API_NAMES", "NO_FRAMES", "REQUEST_SCHEMA", "SHARED_HASH_BYTES", "SIZES_SCHEMA", "UPDATE_TYPE_NAMES", "SendGroup", "expand_columns",
     "expand_rows", "frame_of", "partition_count", "request_row", "request_schema", "send_groups", "update_type_of",
 ]
 
 ROWS_PER_CHUNK = 65_536  # rows per column chunk (one Arrow table written)
+SHARED_HASH_BYTES = 1 << 20  # a group's frames hashed half by expand_columns' helper from this many bytes
 
 REQUEST_SCHEMA = pa.schema(
     [
@@ -240,9 +242,12 @@ _SHARED = tuple(n for n in REQUEST_SCHEMA.names if n not in _EXPANDED)
 
 def expand_columns(
     groups: Iterable[SendGroup], next_seq: dict[int, int], with_frames: bool, names: Iterable[str] = REQUEST_SCHEMA.names,
+    helper: Executor | None = None,
 ) -> Iterator[dict[str, list[Any]]]:
     """The rows of the groups (one per broker, numbered from next_seq, which is updated) as
-    column lists in the order of ``names``, in chunks of about ``ROWS_PER_CHUNK`` rows."""
+    column lists in the order of ``names``, in chunks of about ``ROWS_PER_CHUNK`` rows; with
+    ``helper`` (a one-thread executor), a group of at least ``SHARED_HASH_BYTES`` of frames is
+    hashed half by it (module rules)."""
     names = list(names)
     unknown = [n for n in names if n not in REQUEST_SCHEMA.names]
     if unknown:
@@ -307,7 +312,10 @@ def expand_columns(
                 numbered.append(seq)
             brokers.extend(in_group)
             seqs.extend(numbered)
-            hashes.extend(frames.sha256s(numbered, group.broker_epochs))  # one call per group (frames.py)
+            if helper is not None and frames.size * n >= SHARED_HASH_BYTES:
+                hashes.extend(frames.sha256s_shared(numbered, group.broker_epochs, helper))
+            else:
+                hashes.extend(frames.sha256s(numbered, group.broker_epochs))  # one call per group (frames.py)
             if with_frames:
                 kept.extend([frames.frame(seq, e) for seq, e in zip(numbered, group.broker_epochs, strict=True)])
             else:

@@ -4,6 +4,7 @@ expand_rows gives, in any chunking, column order and with or without frames (hyp
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import attrs
@@ -35,15 +36,21 @@ def send_group(draw: st.DrawFn) -> SendGroup:
 @given(
     st.lists(send_group(), max_size=12), st.booleans(), st.integers(1, 7),
     st.permutations(REQUEST_SCHEMA.names), st.dictionaries(st.integers(0, 6), st.integers(0, 1000), max_size=4),
+    st.sampled_from([None, 0, 64]),
 )
 def test_columns_are_the_rows(
-    groups: list[SendGroup], with_frames: bool, chunk: int, names: list[str], start: dict[int, int]
+    groups: list[SendGroup], with_frames: bool, chunk: int, names: list[str], start: dict[int, int],
+    shared_from: int | None,
 ) -> None:
-    with pytest.MonkeyPatch.context() as mp:
+    """... also with a helper thread hashing half of each group of at least ``shared_from``
+    bytes of frames (None: no helper), as a Spark task's write does."""
+    with pytest.MonkeyPatch.context() as mp, ThreadPoolExecutor(1) as helper:
         mp.setattr(rows_module, "ROWS_PER_CHUNK", chunk)
+        if shared_from is not None:
+            mp.setattr(rows_module, "SHARED_HASH_BYTES", shared_from)
         seq_rows, seq_cols = dict(start), dict(start)
         rows = list(expand_rows(groups, seq_rows, with_frames))
-        chunks = list(expand_columns(groups, seq_cols, with_frames, names))
+        chunks = list(expand_columns(groups, seq_cols, with_frames, names, None if shared_from is None else helper))
     assert seq_rows == seq_cols
     got: list[dict[str, Any]] = []
     for c in chunks:
@@ -92,3 +99,25 @@ def test_sha256s_is_sha256_per_row(group: SendGroup, seqs: list[int]) -> None:
     epochs = [(s * 7919) % 2**40 for s in seqs]
     assert frames.sha256s(seqs, epochs) == [frames.sha256(s, e) for s, e in zip(seqs, epochs, strict=True)]
     assert frames.sha256s(seqs, epochs) == [hashlib.sha256(frames.frame(s, e)).hexdigest() for s, e in zip(seqs, epochs, strict=True)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(send_group(), st.lists(st.integers(0, 2**31 - 1), min_size=0, max_size=9))
+def test_sha256s_shared_is_sha256s(group: SendGroup, seqs: list[int]) -> None:
+    """Half hashed by a helper thread on a head of its own: the same list, and the encoder's own
+    head still gives every frame after it."""
+    frames = group.frames()
+    epochs = [(s * 7919) % 2**40 for s in seqs]
+    with ThreadPoolExecutor(1) as helper:
+        for _ in range(3):  # the helper's head is a copy: a reused encoder stays exact
+            assert frames.sha256s_shared(seqs, epochs, helper) == frames.sha256s(seqs, epochs)
+    assert [frames.sha256(s, e) for s, e in zip(seqs, epochs, strict=True)] == [
+        hashlib.sha256(frames.frame(s, e)).hexdigest() for s, e in zip(seqs, epochs, strict=True)
+    ]
+
+
+def test_sha256s_shared_raises_what_a_half_raises() -> None:
+    """A failing half (here: epochs that do not match the ids) raises, after the helper's half ended."""
+    group = SendGroup(1, 2, 6, 8, 0, 5, None, 3, 4, bytes(40), 8, (1, 2, 3), (1, 2, 3))
+    with ThreadPoolExecutor(1) as helper, pytest.raises(ValueError, match="zip"):
+        group.frames().sha256s_shared([1, 2, 3, 4], [1, 2, 3], helper)
