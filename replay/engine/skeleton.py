@@ -29,6 +29,13 @@ Rules of this module:
   the eager fold (one move per NoOp delta) gives, field by field, while a MetadataImage is made
   once per run of NoOp deltas, not once per delta (tests/replay/test_engine_noop_moves.py checks
   it over random batch sequences, with first offsets and the summary).
+- ``counted_runs`` is ``counted`` for batches with NoOpRun items among them (log/records.py:
+  the Spark one pass keeps its NoOp-only batches as runs, spark/ranges.py): a run is counted as
+  the batches it stands for (summary.count_noop_run: its batches, bytes and NoOps, and the
+  deltas beyond the one it makes), seen by the trail and noted by DeltaStarts as one span, and
+  grouped as one delta of no records (the deferred move takes its last offset and epoch, what
+  its last batch's delta gives). A record the replay refuses is in the delta being replayed, so
+  the trail still names its batch. Only with coalesce 1 (the one pass's; else a ValueError).
 - ``counted`` does DeltaStarts.watch's noting of data batches in its own loop (one generator
   layer less per batch: ``watch`` stays for other readers). With the fold's cuts (image.py) and
   reading's inline NoOp count, measured (issue 26) with cachegrind on the 100k-record default
@@ -58,7 +65,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ctrlbatch.common.tuning import fixed_mmap_threshold, rare_collections
 
@@ -67,7 +74,7 @@ from ..image.deltas import Delta, group_deltas
 from ..image.image import EMPTY_IMAGE, MetadataImage, MetadataReplayError, apply_delta
 from ..log.errors import BatchTrail
 from ..log.reading import TEXT_KINDS
-from ..log.records import SNAPSHOT_HEADER, LogBatch, MetadataRecord
+from ..log.records import SNAPSHOT_HEADER, LogBatch, MetadataRecord, NoOpRun
 from ..log.sources import History
 from ..propagate.propagator import ReplayOptions, Send, propagate_delta, propagate_image
 from ..rows.rows import SendGroup, send_groups
@@ -219,27 +226,57 @@ class EngineRun:
             if pending:
                 on_batch(pending)
 
+    def counted_runs(self, batches: Iterable[LogBatch | NoOpRun], starts: DeltaStarts) -> Iterator[LogBatch | NoOpRun]:
+        """``counted`` over batches with NoOpRun items among them: a run is counted as its
+        batches (summary.count_noop_run), seen by the trail and noted as one span (module rules)."""
+        see, count, on_batch, summary = self.trail.appender(), self.summary.count_batch, self._on_batch, self.summary
+        note = starts.pending.append
+        pending = 0
+        try:
+            for b in batches:
+                see((b.base_offset, b.last_offset, b.source, b.position))
+                if b.__class__ is NoOpRun:
+                    summary.count_noop_run(b)
+                    n = b.count
+                else:
+                    count(b)
+                    n = 1
+                if not b.control:
+                    note((b.base_offset, b.last_offset))
+                if on_batch is not None:
+                    pending += n
+                    if pending >= PROGRESS_EVERY:
+                        on_batch(pending)
+                        pending = 0
+                yield b
+        finally:
+            if pending and on_batch is not None:
+                on_batch(pending)
+
     def groups(
         self,
-        batches: Iterable[LogBatch],
+        batches: Iterable[LogBatch] | Iterable[LogBatch | NoOpRun],
         *,
         image: MetadataImage = EMPTY_IMAGE,
         from_snapshot: bool = False,
         leader: LogBatch | None = None,
+        runs: bool = False,
     ) -> Iterator[SendGroup]:
         """The send groups of the snapshot (with from_snapshot) and of the deltas of batches,
         starting from image. leader: the last LeaderChange batch before batches (not counted:
         it was read before this stretch), so the deltas carry the KRaft leader in office.
+        runs: NoOpRun items may stand among the batches (module rules).
         ``self.image`` is the image after the last delta once the groups are exhausted."""
         fixed_mmap_threshold()
         with rare_collections():
             try:
-                yield from self._groups(batches, image, from_snapshot, leader)
+                yield from self._groups(batches, image, from_snapshot, leader, runs)
             finally:
                 self._settle()
 
     def _groups(
-        self, batches: Iterable[LogBatch], image: MetadataImage, from_snapshot: bool, leader: LogBatch | None,
+        self, batches: Iterable[Any], image: MetadataImage, from_snapshot: bool, leader: LogBatch | None,
+        runs: bool = False,
     ) -> Iterator[SendGroup]:
         try:
             if from_snapshot:
@@ -249,7 +286,9 @@ class EngineRun:
                 assert start is not None  # a snapshot gives its pseudo-delta
                 yield from self._deliver(start, propagate_image(image, self.options), 0, SNAPSHOT)
             starts = DeltaStarts(image.offset if from_snapshot else -1)
-            stream: Iterable[LogBatch] = self.counted(batches, starts)
+            if runs and self.coalesce != 1:
+                raise ValueError("runs: NoOpRun items are replayed with coalesce 1 only")
+            stream: Iterable[Any] = self.counted_runs(batches, starts) if runs else self.counted(batches, starts)
             if leader is not None:
                 stream = chain((leader,), stream)
             summary, options = self.summary, self.options

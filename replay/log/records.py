@@ -24,7 +24,7 @@ after its fields, attrs' cached hash, which the constructor sets to None as attr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -156,6 +156,51 @@ class LogBatch:
         kind = f"control {len(self.control_records)}" if self.control else f"{len(self.records)} records"
         noops = f" +{self.noops} noops" if self.noops else ""
         return f"LogBatch({self.base_offset}-{self.last_offset} e{self.epoch}, {kind}{noops})"
+
+
+@attrs.define(slots=True, eq=False, repr=False, weakref_slot=False)
+class NoOpRun:
+    """Consecutive batches of NoOps only, outside a transaction, of one epoch and one file, held
+    as one item where a stretch of the log is kept to be replayed (the Spark one pass:
+    spark/ranges.py's ``_kept``). Each such batch is a delta of no records (deltas.py's fast path)
+    that only moves the image's offset and epoch; the run stands for them all: it is read like a
+    batch of no records ending at the last one's offset, with the last one's epoch and timestamp
+    (``control`` and ``records`` as a batch's), so group_deltas makes its one delta, and
+    EngineRun's ``counted`` counts its ``count`` batches, bytes and NoOps and the ``count - 1``
+    other deltas. Half a log's batches are such; kept and replayed one by one they cost about
+    1 us each beside the replay (engine/skeleton.py's rules give the figure)."""
+
+    base_offset: int
+    last_offset: int
+    epoch: int
+    timestamp: int
+    source: str
+    position: int
+    count: int
+    noops: int
+    size: int  # the batches' bytes in their file (those of known size)
+    unsized: int  # batches of unknown size (text inputs)
+
+    control: ClassVar[bool] = False  # read as a data batch ...
+    records: ClassVar[tuple[MetadataRecord, ...]] = ()  # ... of no records
+
+    def __repr__(self) -> str:
+        return f"NoOpRun({self.base_offset}-{self.last_offset} e{self.epoch}, {self.count} batches)"
+
+    @classmethod
+    def of(cls, batch: LogBatch) -> NoOpRun:
+        return cls(batch.base_offset, batch.last_offset, batch.epoch, batch.timestamp, batch.source, batch.position,
+                   1, batch.noops, batch.size, 0 if batch.size else 1)
+
+    def add(self, batch: LogBatch) -> None:
+        """The next batch of the run (the caller checked it goes on: NoOps only, same epoch and file)."""
+        self.last_offset, self.timestamp = batch.last_offset, batch.timestamp
+        self.count += 1
+        self.noops += batch.noops
+        if batch.size:
+            self.size += batch.size
+        else:
+            self.unsized += 1
 
 
 _CACHED_HASH = "_attrs_cached_hash"  # the slot attrs adds for cache_hash=True (None until __hash__ fills it)

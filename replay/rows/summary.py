@@ -153,6 +153,17 @@ class ReplaySummary:
     def count_dropped(self, api_key: int, n: int = 1) -> None:
         self.dropped[_api_name(api_key)] += n
 
+    def count_noop_run(self, run: Any) -> None:
+        """The batches of a log.records.NoOpRun, as count_batch counts each, and the deltas of
+        no requests they make beyond the one the run itself makes (EngineRun counts that one)."""
+        self.log_batches += run.count
+        self.log_bytes += run.size
+        self.unsized_batches += run.unsized
+        self.noop_batches += run.count
+        self.noop_bytes += run.size
+        self.records_by_type["NO_OP_RECORD"] += run.noops
+        self.deltas_without_requests += run.count - 1
+
     def count_delta(self, delivered: int) -> None:
         """One delta, which delivered ``delivered`` requests."""
         if delivered:

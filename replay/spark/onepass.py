@@ -87,7 +87,7 @@ from ..image.image import EMPTY_IMAGE
 from ..image.net_effect import NotComposable, compose
 from ..image.packed_image import PackedImage, pack_image, unpack_image
 from ..log.reading import Position
-from ..log.records import LogBatch
+from ..log.records import LogBatch, NoOpRun
 from ..propagate.propagator import ReplayOptions
 from .group_spill import spill_path, write_groups
 from .kept_groups import KeptGroups
@@ -195,7 +195,7 @@ def _wait_image(exchange: str, index: int, limit: float) -> tuple[PackedImage, L
         _pause(began)
 
 
-def _drained(batches: list[LogBatch]) -> Iterator[LogBatch]:
+def _drained(batches: list[LogBatch | NoOpRun]) -> Iterator[LogBatch | NoOpRun]:
     """The kept batches, each dropped from the list as the replay takes it: the groups the task
     keeps (kept_groups) grow while the batches go, so the peak is not their sum (a 58 MB unit,
     the 1M-record log: 613 -> 523 MiB with 64 KiB bodies kept in the file)."""
@@ -219,7 +219,7 @@ def range_unit(
         _publish(_report_path(exchange, index),
                  RangeReport(index, None, None, None, -1, -1, None, False, time.monotonic() - began, str(e)))
         return None
-    batches: list[LogBatch] = []
+    batches: list[LogBatch | NoOpRun] = []  # NoOp-only batches as runs (ranges._kept)
     report = range_report(source, index, begin, stop, history, batches, net=stop is not None)  # the last: no net
     _publish(_report_path(exchange, index), report)
     if report.problem is not None:
@@ -230,7 +230,7 @@ def range_unit(
     image, leader = got
     run = EngineRun(history, options, 1)
     kept = None if write is None else KeptGroups(exchange, index)
-    groups = run.groups(batches if kept is None else _drained(batches), image=unpack_image(image), leader=leader)
+    groups = run.groups(batches if kept is None else _drained(batches), image=unpack_image(image), leader=leader, runs=True)
     del image, got
     try:
         error: CommandError | None = None
