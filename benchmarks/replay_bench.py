@@ -27,9 +27,9 @@ The two 1M-record logs are replayed --repeat-small times (3) by each engine, one
 other, and the median run is the figure (the README's rule for a figure measured several times),
 with the fastest and the slowest beside it: a shared machine's speed varies 1.6x within minutes,
 and a run of 15-40 s feels every swing; the 10M-record log, minutes long, runs once.
-Each log's files are read once before its first run (``warm``), so every run finds them in the
-page cache, as the runs after the first always did: no run measures the disk, whose speed is
-not the replay's (the 10M-record log is 552 MB).
+Each log's files are read once before each engine's runs of it (``warm``), so every run finds
+them in the page cache, as the runs after the first always did: no run measures the disk, whose
+speed is not the replay's (the 10M-record log is 552 MB).
 The Spark runs use the driver JVM's class archive when one exists (replay/spark/class_archive.py):
 the recorded figures were taken with it in place, written by an earlier Spark replay; the first
 Spark replay on a machine writes it and takes about 10 s longer.

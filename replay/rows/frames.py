@@ -31,7 +31,7 @@ import functools
 import hashlib
 import struct
 from collections.abc import Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, wait
 
 from ctrlbatch.requests import request_head, request_header_version
 from ctrlbatch.requests.layout import fixed_offset
@@ -90,14 +90,17 @@ class FrameEncoder:
         """``sha256s``, its second half hashed by ``helper`` (a one-thread executor), on a head of
         its own, while this thread hashes the first (module rules: a Spark task's idle core)."""
         half = len(correlation_ids) // 2
+        if not half:
+            return self.sha256s(correlation_ids, broker_epochs)
         later = helper.submit(
             _sha256s, bytearray(self._head), self._at, self._parts, correlation_ids[half:], broker_epochs[half:],
         )
         try:
             out = _sha256s(self._head, self._at, self._parts, correlation_ids[:half], broker_epochs[:half])
-        finally:
-            rest = later.result()  # waited for even when this half failed: the head and parts stay unshared
-        out += rest
+        except BaseException:
+            wait((later,))  # the helper's half ends before this one's error leaves (its own error, if any, dropped)
+            raise
+        out += later.result()
         return out
 
     def frame(self, correlation_id: int, broker_epoch: int) -> bytes:

@@ -312,7 +312,7 @@ def expand_columns(
                 numbered.append(seq)
             brokers.extend(in_group)
             seqs.extend(numbered)
-            if helper is not None and frames.size * n >= SHARED_HASH_BYTES:
+            if helper is not None and n > 1 and frames.size * n >= SHARED_HASH_BYTES:
                 hashes.extend(frames.sha256s_shared(numbered, group.broker_epochs, helper))
             else:
                 hashes.extend(frames.sha256s(numbered, group.broker_epochs))  # one call per group (frames.py)

@@ -117,7 +117,14 @@ def test_sha256s_shared_is_sha256s(group: SendGroup, seqs: list[int]) -> None:
 
 
 def test_sha256s_shared_raises_what_a_half_raises() -> None:
-    """A failing half (here: epochs that do not match the ids) raises, after the helper's half ended."""
+    """A failing half (here: epochs that do not match the ids) raises, the helper's half ended."""
     group = SendGroup(1, 2, 6, 8, 0, 5, None, 3, 4, bytes(40), 8, (1, 2, 3), (1, 2, 3))
-    with ThreadPoolExecutor(1) as helper, pytest.raises(ValueError, match="zip"):
-        group.frames().sha256s_shared([1, 2, 3, 4], [1, 2, 3], helper)
+    with ThreadPoolExecutor(1) as helper:
+        with pytest.raises(ValueError, match="zip"):  # the helper's half fails
+            group.frames().sha256s_shared([1, 2, 3, 4], [1, 2, 3], helper)
+        ended: list[str] = []
+        slow = helper.submit(lambda: ended.append("helper"))  # queued first: the helper's half waits behind it
+        with pytest.raises(ValueError, match="zip"):  # this thread's half fails: raised once the helper's ended
+            group.frames().sha256s_shared([1, 2, 3, 4], [1], helper)
+        assert slow.done() and ended == ["helper"]
+        assert helper.submit(lambda: 7).result() == 7  # nothing of the failed call is left pending
