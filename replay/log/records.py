@@ -166,9 +166,9 @@ class NoOpRun:
     that only moves the image's offset and epoch; the run stands for them all: it is read like a
     batch of no records ending at the last one's offset, with the last one's epoch and timestamp
     (``control`` and ``records`` as a batch's), so group_deltas makes its one delta, and
-    EngineRun's ``counted`` counts its ``count`` batches, bytes and NoOps and the ``count - 1``
-    other deltas. Half a log's batches are such; kept and replayed one by one they cost about
-    1 us each beside the replay (engine/skeleton.py's rules give the figure)."""
+    EngineRun's ``counted_runs`` counts its ``count`` batches, bytes and NoOps and the
+    ``count - 1`` other deltas. Half a log's batches are such; kept and replayed one by one they
+    cost about 2 us each beside the replay (spark/ranges.py's rules give the figures)."""
 
     base_offset: int
     last_offset: int

@@ -12,7 +12,9 @@ Rules of this module:
   one, and the two halves only take turns; when the last tasks of a stage run alone (the tail
   of a run: 1.8 s of local[2]'s 23 s on the 1M-record log, 3.7 s at 10M) their hashing takes
   the idle core. The task waits for the helper before its next group, so it never runs on more
-  than two threads, and never on two for more than one group.
+  than two threads, and never on two for more than one group. Measured on the 10M-record log,
+  local[2], one run each, the same tree with and without the helper: 199.6 -> 194.4 s, workers'
+  CPU 377.8 -> 370.8 s (in the busy part the halves only take turns: no CPU is added).
 - It returns a ``WriteEnd`` (its unit, the rows written, its error), never raises on what the
   user can act on: an OS error of the spill file or of the Parquet file (pyarrow's file errors
   are OSErrors) becomes the error value, one line naming the path and the reason
